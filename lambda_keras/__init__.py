@@ -1,0 +1,7 @@
+"""lambda_keras: LambdaNetworks (Bello, ICLR 2021) for Keras 3 on TensorFlow."""
+
+__version__ = "0.1.0"
+
+from lambda_keras import layers  # noqa: E402
+
+__all__ = ["layers", "__version__"]

@@ -1,0 +1,17 @@
+"""Lambda layers: :class:`LambdaLayer` and its :class:`RelativePositionEmbedding`."""
+
+from lambda_keras.layers.lambda_layer import LambdaLayer
+from lambda_keras.layers.position_lambdas import (
+    conv_position_lambdas,
+    depthwise_position_lambdas,
+    einsum_position_lambdas,
+)
+from lambda_keras.layers.relative_position_embedding import RelativePositionEmbedding
+
+__all__ = [
+    "LambdaLayer",
+    "RelativePositionEmbedding",
+    "conv_position_lambdas",
+    "depthwise_position_lambdas",
+    "einsum_position_lambdas",
+]

@@ -1,0 +1,709 @@
+"""The lambda layer (Bello, "LambdaNetworks", ICLR 2021): Eq. 1-2, Fig. 3, 5, 6, 7 and 8."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache, lru_cache
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from lambda_keras.layers import _validation as v
+from lambda_keras.layers.position_lambdas import (
+    conv_position_lambdas,
+    depthwise_position_lambdas,
+    einsum_position_lambdas,
+)
+from lambda_keras.layers.relative_position_embedding import RelativePositionEmbedding
+
+__all__ = ["LambdaLayer", "IMPLEMENTATIONS", "KEY_NORMALIZATIONS", "QUERY_NORMALIZATIONS"]
+
+IMPLEMENTATIONS = ("auto", "einsum", "conv", "depthwise")
+KEY_NORMALIZATIONS = ("softmax", "l2", "none")
+QUERY_NORMALIZATIONS = ("none", "softmax")
+
+# `implementation="auto"`. The einsum computes position lambdas against every position of the map
+# (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
+# with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU
+# (benchmarks/bench_layers.py --sweep, 2 cores, batch 32, d=256, forward+backward) the einsum
+# was the faster one exactly when n <= 4 * window over 7x7...28x28 maps and 3x3...23x23 scopes.
+CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = 4
+# On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
+ACCELERATOR_EINSUM_MAX_POSITIONS = 852
+# The einsum builds the dense embeddings of at most this many elements at a time (64 MiB in
+# float32): larger maps are processed in chunks of queries.
+EINSUM_CHUNK_ELEMENTS = 2**24
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class LambdaLayer(keras.layers.Layer):
+    """Multi-query lambda layer: content and position lambdas applied to queries.
+
+    For each query position ``n`` the layer builds a linear function
+    ``lambda_n = sum_m (softmax_m(k_m) + e_nm) v_m^T`` (``[key_dim, value_dim]``, Eq. 1) from the
+    context (the input itself) and applies it to the ``num_heads`` queries of that position:
+    ``y_n = concat_h(lambda_n^T q_nh)`` (Eq. 2). ``e_nm`` are translation-equivariant relative
+    position embeddings (§3.3) restricted to a local scope or spanning the global context.
+
+    Input: ``[batch, height, width, channels]`` (images) or ``[batch, length, channels]``
+    (sequences). Output: the same with ``dim_out`` channels.
+
+    Projections (no bias by default) are one fused kernel ``qkv_kernel`` of shape
+    ``[channels, num_heads*key_dim + groups*key_dim*intra_depth + groups*value_dim*intra_depth]``
+    whose columns are, in order, the queries ``[heads, key_dim]``, the keys
+    ``[groups, key_dim, intra_depth]`` and the values ``[groups, value_dim, intra_depth]``
+    (row-major), with ``value_dim = dim_out // num_heads`` and ``groups`` 1 (multi-query) or
+    ``num_heads`` (multi-head). Initialisation follows Appendix F.2: keys and values
+    ``N(0, d^-1/2)``, queries ``N(0, (key_dim * d)^-1/2)``, position embeddings ``N(0, 1)``.
+    Batch normalisation is applied to queries and values; the key softmax, the lambdas and
+    their application to the queries are computed in float32 under 16-bit dtype policies
+    (``mixed_float16``, ``mixed_bfloat16``) and only the output is cast to the compute dtype.
+    Under ``mixed_float16`` that output must fit in float16 (|y| < 65504): it does once batch
+    norm statistics are trained, but a freshly initialised layer in inference mode on inputs
+    of magnitude ~1e3 produces outputs of ~1e7.
+
+    Args:
+        dim_out: Output channels ``d``; defaults to the input channels. Must be divisible by
+            ``num_heads``.
+        key_dim: Query/key depth ``|k|`` (paper default 16).
+        num_heads: Number of queries ``|h|`` per position (paper default 4); the value depth is
+            ``|v| = dim_out / num_heads``.
+        intra_depth: Intra-depth ``|u|`` (Appendix C.4, Fig. 8); default 1.
+        scope_size: Odd extent of the local context of the position lambdas: an int (square for
+            images) or a tuple per spatial axis. ``None`` means the global context, i.e. every
+            position of the map. Paper default: 23 (23x23). Content lambdas always use the
+            global (or masked) context.
+        max_size: Global context only: the largest map, per spatial axis, the relative
+            embeddings must cover (the embedding window is ``2 * max_size - 1``). Defaults to
+            the spatial shape the layer is built with.
+        implementation: How position lambdas are computed: ``"einsum"`` (dense relative
+            embeddings, Fig. 3), ``"conv"`` (lambda convolution as ``tf.nn.conv3d`` for images or
+            ``tf.nn.conv2d`` for sequences, Fig. 5/8), ``"depthwise"``
+            (``tf.nn.depthwise_conv2d`` with channel multiplier ``key_dim``, Fig. 5; requires
+            ``intra_depth=1``), or ``"auto"``, see :meth:`resolve_implementation`. All give the
+            same result.
+        content: Whether to use the content lambda (``False``: position-only layer).
+        position: Whether to use position lambdas (``False``: content-only layer, i.e.
+            multi-query linear attention).
+        multi_head: Use the multi-head variant (Fig. 7: per-head keys, values and embeddings,
+            ``num_heads`` lambdas per position) instead of the default multi-query layer.
+        key_normalization: ``"softmax"`` over context positions (default), ``"l2"`` over context
+            positions, or ``"none"`` (Table 11).
+        query_normalization: ``"none"`` (default) or ``"softmax"`` over the key depth
+            (Table 11).
+        query_batch_norm: Batch-normalise the queries (default True, §3.1).
+        value_batch_norm: Batch-normalise the values (default True, §3.1).
+        batch_norm_momentum: Momentum of those batch normalisations.
+        batch_norm_epsilon: Epsilon of those batch normalisations.
+        causal: Mask the future (Appendix C.2): query ``n`` only sees context positions
+            ``m <= n`` in raster order (for sequences: the usual autoregressive mask). Keys are
+            normalised over each query's own context. Note that batch normalisation in
+            training mode uses statistics of all positions; disable it for strictly
+            autoregressive training.
+        context_mask: Optional ``[n, n]`` array of booleans (``n`` = positions of the input, in
+            raster order): ``context_mask[n, m]`` says whether query ``n`` sees context element
+            ``m`` (Fig. 6). Keys are normalised over each query's unmasked context; a query
+            whose context is empty gets a zero lambda. Requires the einsum implementation.
+        position_embedding: Optional :class:`RelativePositionEmbedding` to use (and share with
+            other layers) instead of creating one. Its ``key_dim``, ``intra_depth`` and
+            ``groups`` must match this layer, and its ``size`` the local scope.
+        use_bias: Whether the projections have a bias (default False, as in the paper).
+        kernel_regularizer: Regularizer of the projection kernel (e.g. the paper's L2).
+    """
+
+    def __init__(
+        self,
+        dim_out: int | None = None,
+        key_dim: int = 16,
+        num_heads: int = 4,
+        intra_depth: int = 1,
+        scope_size: int | Sequence[int] | None = 23,
+        max_size: int | Sequence[int] | None = None,
+        implementation: str = "auto",
+        content: bool = True,
+        position: bool = True,
+        multi_head: bool = False,
+        key_normalization: str = "softmax",
+        query_normalization: str = "none",
+        query_batch_norm: bool = True,
+        value_batch_norm: bool = True,
+        batch_norm_momentum: float = 0.99,
+        batch_norm_epsilon: float = 1e-3,
+        causal: bool = False,
+        context_mask=None,
+        position_embedding: RelativePositionEmbedding | None = None,
+        use_bias: bool = False,
+        kernel_regularizer: str | keras.regularizers.Regularizer | None = None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.dim_out = None if dim_out is None else v.positive_int("dim_out", dim_out)
+        self.key_dim = v.positive_int("key_dim", key_dim)
+        self.num_heads = v.positive_int("num_heads", num_heads)
+        self.intra_depth = v.positive_int("intra_depth", intra_depth)
+        if self.dim_out is not None and self.dim_out % self.num_heads:
+            raise ValueError(_not_divisible(self.dim_out, self.num_heads))
+        self.scope_size = _check_window("scope_size", scope_size)
+        self.max_size = _check_window_or_none("max_size", max_size, odd=False)
+        if self.max_size is not None and self.scope_size is not None:
+            raise ValueError(
+                "`max_size` only applies to the global context (scope_size=None); received "
+                f"max_size={max_size!r} with scope_size={scope_size!r}."
+            )
+        self.implementation = v.one_of("implementation", implementation, IMPLEMENTATIONS)
+        self.content = bool(content)
+        self.position = bool(position)
+        if not (self.content or self.position):
+            raise ValueError(
+                "At least one of `content` and `position` must be True; received "
+                "content=False, position=False."
+            )
+        self.multi_head = bool(multi_head)
+        self.key_normalization = v.one_of(
+            "key_normalization", key_normalization, KEY_NORMALIZATIONS
+        )
+        self.query_normalization = v.one_of(
+            "query_normalization", query_normalization, QUERY_NORMALIZATIONS
+        )
+        self.query_batch_norm = bool(query_batch_norm)
+        self.value_batch_norm = bool(value_batch_norm)
+        self.batch_norm_momentum = float(batch_norm_momentum)
+        self.batch_norm_epsilon = float(batch_norm_epsilon)
+        self.causal = bool(causal)
+        self.context_mask = _check_context_mask(context_mask)
+        self.use_bias = bool(use_bias)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self._check_implementation()
+
+        if isinstance(position_embedding, dict):
+            position_embedding = keras.saving.deserialize_keras_object(position_embedding)
+        if position_embedding is not None:
+            self._check_shared_embedding(position_embedding)
+        self._shared_embedding = position_embedding is not None
+        self.position_embedding = position_embedding
+
+    # ------------------------------------------------------------------ checks
+    @property
+    def groups(self) -> int:
+        """Number of lambdas per position: 1 (multi-query) or ``num_heads`` (multi-head)."""
+        return self.num_heads if self.multi_head else 1
+
+    def _check_implementation(self):
+        impl = self.implementation
+        if impl == "depthwise" and self.intra_depth > 1:
+            raise ValueError(
+                "implementation='depthwise' cannot compute intra-depth > 1 (the paper defines "
+                f"|u| > 1 for the einsum and the (n+1)-d convolution); received "
+                f"intra_depth={self.intra_depth}. Use implementation='conv', 'einsum' or 'auto'."
+            )
+        if self.context_mask is not None and impl in ("conv", "depthwise"):
+            raise ValueError(
+                f"`context_mask` needs the einsum implementation; received "
+                f"implementation={impl!r}. Use implementation='einsum' or 'auto'."
+            )
+        if self.context_mask is not None and self.causal:
+            raise ValueError(
+                "Pass either `causal=True` or a `context_mask`, not both (fold the causal "
+                "mask into the context_mask)."
+            )
+
+    def _check_shared_embedding(self, embedding):
+        if not self.position:
+            raise ValueError(
+                "`position_embedding` was given but position=False: a content-only layer has "
+                "no position embeddings."
+            )
+        if not isinstance(embedding, RelativePositionEmbedding):
+            raise TypeError(
+                "`position_embedding` must be a lambda_keras.layers.RelativePositionEmbedding; "
+                f"received {type(embedding).__name__}."
+            )
+        expected = {
+            "key_dim": self.key_dim,
+            "intra_depth": self.intra_depth,
+            "groups": self.groups,
+        }
+        for name, value in expected.items():
+            if getattr(embedding, name) != value:
+                raise ValueError(
+                    f"The shared position_embedding has {name}={getattr(embedding, name)} but "
+                    f"this layer needs {name}={value}."
+                )
+        if self.scope_size is not None:
+            scope = v.odd_window("scope_size", self.scope_size, embedding.rank)
+            if scope != embedding.size:
+                raise ValueError(
+                    f"The shared position_embedding has size={embedding.size} but this layer's "
+                    f"scope_size={self.scope_size!r}; pass scope_size={embedding.size!r} (local) "
+                    "or scope_size=None (global context up to the embedding's range)."
+                )
+
+    # ------------------------------------------------------------------ build
+    def build(self, input_shape):
+        input_shape = tuple(input_shape)  # a list when a saved model is reloaded
+        rank = _check_input_rank(input_shape)
+        channels = input_shape[-1]
+        if channels is None:
+            raise ValueError(
+                f"The channel dimension of the inputs must be known; received input shape "
+                f"{input_shape}."
+            )
+        dim_out = self.dim_out or channels
+        if dim_out % self.num_heads:
+            raise ValueError(_not_divisible(dim_out, self.num_heads))
+        self._rank = rank
+        self._dim_out = dim_out
+        self._value_dim = dim_out // self.num_heads
+        spatial = input_shape[1:-1]
+        self._check_spatial(spatial)
+
+        if self.position:
+            if self.position_embedding is None:
+                self.position_embedding = RelativePositionEmbedding(
+                    size=self._embedding_size(spatial),
+                    key_dim=self.key_dim,
+                    intra_depth=self.intra_depth,
+                    groups=self.groups,
+                    rank=rank,
+                    name="position_embedding",
+                )
+            elif self.position_embedding.rank != rank:
+                raise ValueError(
+                    f"The shared position_embedding has rank={self.position_embedding.rank} but "
+                    f"the inputs have {rank} spatial axes (input shape {input_shape})."
+                )
+            self.position_embedding.build()
+            self._check_global_range(spatial)
+
+        h, k, u, g = self.num_heads, self.key_dim, self.intra_depth, self.groups
+        self._splits = [h * k, g * k * u, g * self._value_dim * u]
+        init_kv = keras.initializers.RandomNormal(stddev=channels**-0.5)
+        init_q = keras.initializers.RandomNormal(stddev=(k * channels) ** -0.5)
+
+        def qkv_initializer(shape, dtype=None):
+            q = init_q((channels, self._splits[0]), dtype=dtype)
+            kv = init_kv((channels, self._splits[1] + self._splits[2]), dtype=dtype)
+            return keras.ops.concatenate([q, kv], axis=-1)
+
+        self.qkv_kernel = self.add_weight(
+            name="qkv_kernel",
+            shape=(channels, sum(self._splits)),
+            initializer=qkv_initializer,
+            regularizer=self.kernel_regularizer,
+        )
+        self.qkv_bias = (
+            self.add_weight(name="qkv_bias", shape=(sum(self._splits),), initializer="zeros")
+            if self.use_bias
+            else None
+        )
+        bn = {
+            "momentum": self.batch_norm_momentum,
+            "epsilon": self.batch_norm_epsilon,
+            "dtype": self.dtype_policy,
+        }
+        self.query_norm = None
+        self.value_norm = None
+        if self.query_batch_norm:
+            self.query_norm = keras.layers.BatchNormalization(name="query_norm", **bn)
+            self.query_norm.build((*input_shape[:-1], self._splits[0]))
+        if self.value_batch_norm:
+            self.value_norm = keras.layers.BatchNormalization(name="value_norm", **bn)
+            self.value_norm.build((*input_shape[:-1], self._splits[2]))
+        self.built = True
+
+    def _embedding_size(self, spatial) -> tuple[int, ...]:
+        rank = len(spatial)
+        if self.scope_size is not None:
+            return v.odd_window("scope_size", self.scope_size, rank)
+        max_size = self.max_size
+        if max_size is None:
+            if any(s is None for s in spatial):
+                raise ValueError(
+                    "A global context (scope_size=None) needs the largest map size to size its "
+                    f"relative embeddings: pass `max_size`; received spatial shape {spatial} "
+                    "with unknown dimensions."
+                )
+            max_size = spatial
+        max_size = tuple(max_size) if isinstance(max_size, (tuple, list)) else (max_size,) * rank
+        if len(max_size) == 1:
+            max_size = max_size * rank
+        if len(max_size) != rank:
+            raise ValueError(
+                f"`max_size` must have one entry per spatial axis ({rank}); received "
+                f"max_size={self.max_size!r}."
+            )
+        return tuple(2 * s - 1 for s in max_size)
+
+    def _check_spatial(self, spatial):
+        if self.context_mask is not None:
+            n = _num_positions(spatial)
+            if n is not None and self.context_mask.shape != (n, n):
+                raise ValueError(
+                    f"`context_mask` must have shape [n, n] = [{n}, {n}] for inputs with spatial "
+                    f"shape {tuple(spatial)}; received context_mask of shape "
+                    f"{list(self.context_mask.shape)}."
+                )
+        if self.implementation == "einsum":
+            return
+        for s in spatial:
+            if s is not None and s < 1:
+                raise ValueError(f"Spatial dimensions must be positive; received {spatial}.")
+
+    def _check_global_range(self, spatial):
+        """A global context must cover the map: error early when the shape is static."""
+        if self.scope_size is not None:
+            return
+        extent = self.position_embedding.max_extent
+        for axis, (s, e) in enumerate(zip(spatial, extent, strict=True)):
+            if s is not None and s > e:
+                raise ValueError(
+                    f"Global context: the relative embeddings cover maps up to {extent} but the "
+                    f"inputs have spatial shape {tuple(spatial)} (axis {axis}: {s} > {e}). Build "
+                    "the layer with a larger `max_size`, or use a local `scope_size`."
+                )
+
+    # ------------------------------------------------------------------ call
+    def resolve_implementation(self, spatial_shape: Sequence[int | None]) -> str:
+        """The implementation used for inputs of the given spatial shape.
+
+        ``"auto"`` resolves to:
+
+        * ``"einsum"`` with a ``context_mask`` (the only implementation that supports one)
+          and for a global context (its convolution window would be ~4x the map);
+        * ``"conv"`` for a local scope on a map of unknown size;
+        * on a GPU/TPU host, the paper's rule: ``"einsum"`` when the map holds at most 852
+          positions and ``intra_depth == 1``, else ``"conv"``;
+        * on a CPU-only host, ``"einsum"`` when the map holds at most
+          ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` (4) times as many positions as the scope
+          window (cropped to the map), else ``"conv"`` — the measured break-even.
+
+        ``"depthwise"`` is never chosen: it was the slowest on both CPU measurements here.
+        """
+        if self.implementation != "auto":
+            return self.implementation
+        if self.context_mask is not None or self.scope_size is None:
+            return "einsum"
+        n = _num_positions(spatial_shape)
+        if n is None:
+            return "conv"
+        if _has_accelerator():
+            ok = n <= ACCELERATOR_EINSUM_MAX_POSITIONS and self.intra_depth == 1
+            return "einsum" if ok else "conv"
+        scope = v.odd_window("scope_size", self.scope_size, len(spatial_shape))
+        window = int(
+            np.prod([min(r, 2 * s - 1) for r, s in zip(scope, spatial_shape, strict=True)])
+        )
+        return "einsum" if n <= CPU_EINSUM_MAX_POSITIONS_PER_WINDOW * window else "conv"
+
+    @property
+    def _accumulation_dtype(self) -> str:
+        """float32 under 16-bit policies, else the compute dtype (e.g. float64)."""
+        dtype = keras.backend.standardize_dtype(self.compute_dtype)
+        return "float32" if dtype in ("float16", "bfloat16") else dtype
+
+    def call(self, inputs, training=None):
+        x = inputs
+        rank = self._rank
+        static = x.shape
+        if len(static) != rank + 2:
+            _check_input_rank(static)
+            raise ValueError(
+                f"This LambdaLayer was built for inputs of rank {rank + 2}; received input shape "
+                f"{tuple(static)}."
+            )
+        if self.position:
+            self._check_global_range(static[1:-1])
+        shape = tf.shape(x)
+        batch = shape[0]
+        spatial = [
+            static[1 + i] if static[1 + i] is not None else shape[1 + i] for i in range(rank)
+        ]
+        n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
+        h, k, u, g, vd = (
+            self.num_heads,
+            self.key_dim,
+            self.intra_depth,
+            self.groups,
+            self._value_dim,
+        )
+
+        qkv = keras.ops.matmul(x, self.qkv_kernel)
+        if self.qkv_bias is not None:
+            qkv = qkv + self.qkv_bias
+        q, keys, values = tf.split(qkv, self._splits, axis=-1)
+        if self.query_norm is not None:
+            q = self.query_norm(q, training=training)
+        if self.value_norm is not None:
+            values = self.value_norm(values, training=training)
+
+        dtype = self._accumulation_dtype
+        q = tf.reshape(tf.cast(q, dtype), [batch, n, g, h // g, k])
+        if self.query_normalization == "softmax":
+            q = tf.nn.softmax(q, axis=-1)
+        keys = tf.reshape(tf.cast(keys, dtype), [batch, n, g, k, u])
+        values = tf.reshape(tf.cast(values, dtype), [batch, n, g, vd, u])
+        mask = self._mask(n, dtype)
+
+        # Content lambdas: [b, 1, g, k, v] (shared by all queries) or [b, n, g, k, v] (masked).
+        content = self._content_lambdas(keys, values, mask) if self.content else None
+        impl = self.resolve_implementation(static[1:-1]) if self.position else None
+        if impl == "einsum":
+            y = self._einsum_outputs(q, values, content, spatial, mask)
+        else:
+            lambdas = content
+            if self.position:
+                position = self._conv_position_lambdas(values, spatial, impl)
+                lambdas = position if lambdas is None else lambdas + position
+            y = _apply_lambdas(q, lambdas)
+        y = tf.reshape(y, [batch, *spatial, self._dim_out])
+        return tf.cast(y, self.compute_dtype)
+
+    def _mask(self, n, dtype):
+        """``[n, m]`` context mask (1 = visible), or None for an unmasked context."""
+        if self.context_mask is not None:
+            if not isinstance(n, tf.Tensor) and self.context_mask.shape != (n, n):
+                raise ValueError(
+                    f"`context_mask` has shape {list(self.context_mask.shape)} but the inputs "
+                    f"have {n} positions; it must be [{n}, {n}]."
+                )
+            return tf.constant(self.context_mask, dtype=dtype)
+        if self.causal:
+            return tf.linalg.band_part(tf.ones([n, n], dtype), -1, 0)  # m <= n
+        return None
+
+    def _content_lambdas(self, keys, values, mask):
+        """Content lambdas ``sum_m normalised(k)_m v_m^T`` (Eq. 1, Fig. 6 and 8).
+
+        Args:
+            keys: ``[b, m, g, k, u]``; values: ``[b, m, g, v, u]``; mask: ``[n, m]`` or None.
+
+        Returns:
+            ``[b, 1, g, k, v]`` (unmasked) or ``[b, n, g, k, v]`` (each query its own context).
+        """
+        norm = self.key_normalization
+        if mask is None:
+            if norm == "softmax":
+                keys = tf.nn.softmax(keys, axis=1)
+            elif norm == "l2":
+                keys = tf.math.l2_normalize(keys, axis=1)
+            return tf.einsum("bmgku,bmgvu->bgkv", keys, values)[:, None]
+        # Masked: normalise the keys over each query's own context, [b, n, m, g, k, u].
+        visible = mask[None, :, :, None, None, None] > 0
+        keys = tf.broadcast_to(
+            keys[:, None],
+            tf.concat([tf.shape(keys)[:1], tf.shape(mask)[:1], tf.shape(keys)[1:]], 0),
+        )
+        if norm == "softmax":
+            zeros, ones = tf.zeros_like(keys), tf.ones_like(keys)
+            shift = tf.reduce_max(tf.where(visible, keys, zeros - np.inf), axis=2, keepdims=True)
+            shift = tf.stop_gradient(tf.where(tf.math.is_finite(shift), shift, zeros[:, :, :1]))
+            weights = tf.where(visible, tf.exp(keys - shift), zeros)
+            total = tf.reduce_sum(weights, axis=2, keepdims=True)
+            keys = weights / tf.where(total > 0, total, ones[:, :, :1])
+        else:
+            keys = tf.where(visible, keys, tf.zeros_like(keys))
+            if norm == "l2":
+                keys = tf.math.l2_normalize(keys, axis=2)
+        return tf.einsum("bnmgku,bmgvu->bngkv", keys, values)
+
+    def _einsum_outputs(self, q, values, content, spatial, mask):
+        """Outputs with einsum position lambdas, computed in chunks of queries.
+
+        The dense embeddings ``E[k, n, m]`` take ``Θ(knm)`` memory; on large maps they are
+        built, used and dropped ``EINSUM_CHUNK_ELEMENTS`` at a time, together with the
+        position lambdas of those queries, so the forward pass never holds them whole.
+
+        Args:
+            q: ``[b, n, g, q, k]``; values: ``[b, m, g, v, u]``; content: None,
+            ``[b, 1, g, k, v]`` or ``[b, n, g, k, v]``; mask: ``[n, m]`` or None.
+
+        Returns:
+            ``[b, n, g, q, v]``.
+        """
+        embedding = self.position_embedding
+        self._assert_global_range(spatial)
+        n = q.shape[1]
+        per_row = (n or 1) * self.groups * self.key_dim * self.intra_depth
+        chunk = n if n is None else max(1, min(n, EINSUM_CHUNK_ELEMENTS // per_row))
+        table = tf.cast(embedding.flat_table(), values.dtype)
+        index = embedding.flat_index(spatial)
+        outputs = []
+        for start in range(0, n or 1, chunk or 1):
+            rows = slice(start, None if n is None else start + chunk)
+            dense = tf.gather(table, index[rows], axis=3)  # [g, k, u, rows, m]
+            if mask is not None:
+                dense = dense * mask[rows]
+            lambdas = einsum_position_lambdas(dense, values)
+            if content is not None:
+                lambdas = lambdas + (content if content.shape[1] == 1 else content[:, rows])
+            outputs.append(_apply_lambdas(q[:, rows], lambdas))
+        return outputs[0] if len(outputs) == 1 else tf.concat(outputs, axis=1)
+
+    def _conv_position_lambdas(self, values, spatial, impl):
+        """Position lambdas with the lambda convolution: ``[b, n, g, k, v]``."""
+        self._assert_global_range(spatial)
+        kernel = tf.cast(self.position_embedding.window(spatial), values.dtype)
+        if self.causal:
+            kernel = kernel * tf.constant(
+                _causal_window_mask(tuple(kernel.shape[: self._rank])), kernel.dtype
+            )
+        batch = tf.shape(values)[0]
+        grid = tf.reshape(values, [batch, *spatial, *values.shape[2:]])
+        fn = conv_position_lambdas if impl == "conv" else depthwise_position_lambdas
+        out = fn(kernel, grid)
+        return tf.reshape(out, [batch, -1, *out.shape[-3:]])
+
+    def _assert_global_range(self, spatial):
+        """Run-time check of a global context's range along axes of unknown length."""
+        if self.scope_size is not None:
+            return
+        for s, e in zip(spatial, self.position_embedding.max_extent, strict=True):
+            if not isinstance(s, (int, np.integer)):
+                tf.debugging.assert_less_equal(
+                    s,
+                    e,
+                    message=(
+                        "LambdaLayer global context: the input map is larger than the relative "
+                        f"embeddings cover ({self.position_embedding.max_extent}); build the "
+                        "layer with a larger max_size."
+                    ),
+                )
+
+    def compute_output_shape(self, input_shape):
+        input_shape = tuple(input_shape)
+        _check_input_rank(input_shape)
+        return (*input_shape[:-1], self.dim_out or input_shape[-1])
+
+    # ------------------------------------------------------------------ config
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "dim_out": self.dim_out,
+                "key_dim": self.key_dim,
+                "num_heads": self.num_heads,
+                "intra_depth": self.intra_depth,
+                "scope_size": _to_list(self.scope_size),
+                "max_size": _to_list(self.max_size),
+                "implementation": self.implementation,
+                "content": self.content,
+                "position": self.position,
+                "multi_head": self.multi_head,
+                "key_normalization": self.key_normalization,
+                "query_normalization": self.query_normalization,
+                "query_batch_norm": self.query_batch_norm,
+                "value_batch_norm": self.value_batch_norm,
+                "batch_norm_momentum": self.batch_norm_momentum,
+                "batch_norm_epsilon": self.batch_norm_epsilon,
+                "causal": self.causal,
+                "context_mask": None
+                if self.context_mask is None
+                else self.context_mask.astype(int).tolist(),
+                "position_embedding": self.position_embedding if self._shared_embedding else None,
+                "use_bias": self.use_bias,
+                "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+            }
+        )
+        return config
+
+
+# ---------------------------------------------------------------------- helpers
+def _apply_lambdas(q, lambdas):
+    """``y_n = lambda_n^T q_n`` (Eq. 2) for ``q`` ``[b, n, g, q, k]``.
+
+    ``lambdas`` is ``[b, n, g, k, v]`` or ``[b, 1, g, k, v]`` (one lambda for all queries).
+    """
+    if lambdas.shape[1] == 1:
+        return tf.einsum("bngqk,bgkv->bngqv", q, lambdas[:, 0])
+    return tf.einsum("bngqk,bngkv->bngqv", q, lambdas)
+
+
+def _not_divisible(dim_out, num_heads) -> str:
+    return (
+        f"`dim_out` must be divisible by `num_heads` (the value depth is dim_out / num_heads); "
+        f"received dim_out={dim_out}, num_heads={num_heads}."
+    )
+
+
+def _check_input_rank(input_shape) -> int:
+    if len(input_shape) not in (3, 4):
+        raise ValueError(
+            "LambdaLayer `inputs` must have rank 3 ([batch, length, channels]) or rank 4 "
+            f"([batch, height, width, channels]); received input shape {tuple(input_shape)} "
+            f"(rank {len(input_shape)})."
+        )
+    return len(input_shape) - 2
+
+
+def _check_window(name, value):
+    """``None`` (global) or odd positive ints: an int or a tuple of 1 or 2."""
+    if value is None:
+        return None
+    rank = len(value) if isinstance(value, (tuple, list)) else 1
+    if rank not in (1, 2):
+        raise ValueError(
+            f"`{name}` must be an odd int or a tuple of 1 or 2 odd ints; received {name}={value!r}."
+        )
+    window = v.odd_window(name, value, rank)
+    return window[0] if not isinstance(value, (tuple, list)) else window
+
+
+def _check_window_or_none(name, value, odd):
+    if value is None:
+        return None
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(values) not in (1, 2):
+        raise ValueError(f"`{name}` must be an int or a tuple of 1 or 2 ints; received {value!r}.")
+    for s in values:
+        v.positive_int(name, s)
+    return values[0] if not isinstance(value, (tuple, list)) else values
+
+
+def _check_context_mask(mask):
+    if mask is None:
+        return None
+    if isinstance(mask, (tf.Tensor, tf.Variable)):
+        mask = mask.numpy()
+    mask = np.asarray(mask)
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        raise ValueError(
+            "`context_mask` must be a square [n, n] array (query n, context position m); "
+            f"received an array of shape {list(mask.shape)}."
+        )
+    if not np.isin(mask, (0, 1)).all():
+        raise ValueError("`context_mask` must hold booleans or 0/1 values.")
+    return mask.astype(bool)
+
+
+def _num_positions(spatial) -> int | None:
+    if any(s is None for s in spatial):
+        return None
+    return int(np.prod(spatial))
+
+
+def _to_list(value):
+    return list(value) if isinstance(value, tuple) else value
+
+
+@cache
+def _causal_window_mask(window: tuple[int, ...]) -> np.ndarray:
+    """Kernel mask keeping offsets ``pos(m) - pos(n)`` with ``m <= n`` in raster order.
+
+    Returns:
+        float32 ``[*window, 1, 1, 1]``.
+    """
+    offsets = np.stack(
+        np.meshgrid(*[np.arange(w) - w // 2 for w in window], indexing="ij"), axis=-1
+    )
+    if len(window) == 1:
+        keep = offsets[..., 0] <= 0
+    else:
+        dy, dx = offsets[..., 0], offsets[..., 1]
+        keep = (dy < 0) | ((dy == 0) & (dx <= 0))
+    return keep.astype("float32")[..., None, None, None]
+
+
+@lru_cache(maxsize=1)
+def _has_accelerator() -> bool:
+    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))

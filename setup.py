@@ -1,0 +1,35 @@
+"""lambda_keras: LambdaNetworks (Bello, ICLR 2021) for Keras 3 on TensorFlow."""
+
+import re
+from pathlib import Path
+
+from setuptools import find_packages, setup
+
+HERE = Path(__file__).parent
+VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lambda_keras/__init__.py").read_text())[1]
+
+setup(
+    name="lambda-keras",
+    version=VERSION,
+    description="LambdaNetworks (lambda layers, LambdaResNets) for Keras 3 / TensorFlow 2",
+    long_description=(HERE / "README.md").read_text(),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["lambda_keras", "lambda_keras.*"]),
+    # TensorFlow itself comes from an extra, so users pick the build for their accelerator.
+    install_requires=["keras>=3.10", "numpy>=1.26"],
+    extras_require={
+        "cpu": ["tensorflow-cpu>=2.20,<2.22"],
+        "gpu": ["tensorflow[and-cuda]>=2.20,<2.22"],
+        "tpu": ["tensorflow-tpu>=2.20,<2.22"],
+        "tf": ["tensorflow>=2.20,<2.22"],
+        "demo": ["scikit-learn>=1.3"],
+        "test": ["pytest>=8", "ruff>=0.6", "scikit-learn>=1.3"],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Framework :: Keras",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)

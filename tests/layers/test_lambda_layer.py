@@ -1,0 +1,608 @@
+"""LambdaLayer against the naive NumPy reference, and its properties, errors and saving."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras.layers import LambdaLayer, RelativePositionEmbedding
+from lambda_keras.layers import lambda_layer as lambda_layer_module
+from tests.layers.lambda_reference import reference_lambda_layer
+
+IMPLEMENTATIONS = ["einsum", "conv", "depthwise"]
+RNG = np.random.default_rng(0)
+# A context mask with holes, one query that sees nothing, one that sees only itself.
+MASK_20 = RNG.random((20, 20)) < 0.6
+MASK_20[3] = False
+MASK_20[7] = np.eye(20, dtype=bool)[7]
+
+# Case name -> layer kwargs; the images are 4x5 (non-square), 20 positions.
+CASES = {
+    "global": dict(scope_size=None),
+    "local": dict(scope_size=3),
+    "local_nonsquare": dict(scope_size=(3, 5)),
+    "local_larger_than_map": dict(scope_size=11),
+    "causal": dict(scope_size=3, causal=True),
+    "causal_global": dict(scope_size=None, causal=True),
+    "masked": dict(scope_size=None, context_mask=MASK_20),
+    "masked_local": dict(scope_size=3, context_mask=MASK_20),
+    "intra_depth": dict(scope_size=3, intra_depth=3),
+    "intra_depth_global": dict(scope_size=None, intra_depth=2),
+    "multi_head": dict(scope_size=3, multi_head=True),
+    "multi_head_global_causal": dict(scope_size=None, multi_head=True, causal=True),
+}
+
+
+def _defined(impl, kwargs):
+    """Combinations the paper defines (the others raise, see the error tests)."""
+    if impl == "depthwise" and kwargs.get("intra_depth", 1) > 1:
+        return False
+    if impl != "einsum" and kwargs.get("context_mask") is not None:
+        return False
+    return True
+
+
+COMBINATIONS = [
+    pytest.param(impl, case, id=f"{impl}-{case}")
+    for case, kwargs in CASES.items()
+    for impl in IMPLEMENTATIONS
+    if _defined(impl, kwargs)
+]
+
+
+def randomize_batch_norms(layer, rng):
+    """Give the query/value batch norms non-trivial statistics, so the reference checks them."""
+    for norm in (layer.query_norm, layer.value_norm):
+        if norm is None:
+            continue
+        c = norm.gamma.shape[0]
+        norm.gamma.assign(rng.uniform(0.5, 1.5, c))
+        norm.beta.assign(rng.normal(0, 0.3, c))
+        norm.moving_mean.assign(rng.normal(0, 0.3, c))
+        norm.moving_variance.assign(rng.uniform(0.5, 2.0, c))
+
+
+def reference_for(layer, x):
+    """Run the NumPy reference with the layer's weights and configuration."""
+
+    def norm_params(norm):
+        if norm is None:
+            return None
+        return (
+            norm.gamma.numpy(),
+            norm.beta.numpy(),
+            norm.moving_mean.numpy(),
+            norm.moving_variance.numpy(),
+            norm.epsilon,
+        )
+
+    n = int(np.prod(x.shape[1:-1]))
+    mask = layer.context_mask
+    if layer.causal:
+        mask = np.tril(np.ones((n, n), dtype=bool))
+    return reference_lambda_layer(
+        x,
+        layer.qkv_kernel.numpy(),
+        layer.position_embedding.embeddings.numpy() if layer.position else None,
+        key_dim=layer.key_dim,
+        num_heads=layer.num_heads,
+        intra_depth=layer.intra_depth,
+        multi_head=layer.multi_head,
+        content=layer.content,
+        position=layer.position,
+        key_normalization=layer.key_normalization,
+        query_normalization=layer.query_normalization,
+        context_mask=mask,
+        query_norm=norm_params(layer.query_norm),
+        value_norm=norm_params(layer.value_norm),
+    )
+
+
+def build_layer(x, **kwargs):
+    kwargs = {"dim_out": 12, "key_dim": 4, "num_heads": 3, **kwargs}
+    layer = LambdaLayer(**kwargs)
+    layer.build(x.shape)
+    randomize_batch_norms(layer, np.random.default_rng(1))
+    return layer
+
+
+@pytest.mark.parametrize("impl,case", COMBINATIONS)
+def test_matches_naive_reference_on_images(impl, case):
+    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
+    layer = build_layer(x, implementation=impl, **CASES[case])
+    y = layer(x, training=False).numpy()
+    assert y.shape == (2, 4, 5, 12)
+    np.testing.assert_allclose(y, reference_for(layer, x), rtol=1e-5, atol=1e-5)
+
+
+SEQUENCE_CASES = {
+    "local": dict(scope_size=5),
+    "global": dict(scope_size=None),
+    "causal": dict(scope_size=5, causal=True),
+    "intra_depth": dict(scope_size=3, intra_depth=2),
+    "multi_head": dict(scope_size=5, multi_head=True),
+}
+
+
+@pytest.mark.parametrize(
+    "impl,case",
+    [
+        pytest.param(impl, case, id=f"{impl}-{case}")
+        for case, kwargs in SEQUENCE_CASES.items()
+        for impl in IMPLEMENTATIONS
+        if _defined(impl, kwargs)
+    ],
+)
+def test_matches_naive_reference_on_sequences(impl, case):
+    x = RNG.normal(size=(2, 9, 8)).astype("float32")
+    layer = build_layer(x, implementation=impl, **SEQUENCE_CASES[case])
+    y = layer(x, training=False).numpy()
+    assert y.shape == (2, 9, 12)
+    np.testing.assert_allclose(y, reference_for(layer, x), rtol=1e-5, atol=1e-5)
+
+
+ABLATIONS = {
+    "content_only": dict(position=False),  # linear attention, multi-query (Table 9)
+    "position_only": dict(content=False),  # Table 9
+    "l2_keys": dict(key_normalization="l2"),  # Table 11
+    "unnormalized_keys": dict(key_normalization="none"),  # Table 11
+    "softmax_queries": dict(query_normalization="softmax"),  # Table 11
+    "no_batch_norm": dict(query_batch_norm=False, value_batch_norm=False),  # Table 11
+    "masked_l2_keys": dict(key_normalization="l2", causal=True),
+    "masked_unnormalized_keys": dict(key_normalization="none", causal=True),
+    "masked_content_only": dict(position=False, context_mask=MASK_20),
+}
+
+
+@pytest.mark.parametrize("case", list(ABLATIONS))
+def test_ablations_match_reference(case):
+    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
+    layer = build_layer(x, scope_size=3, **ABLATIONS[case])
+    np.testing.assert_allclose(
+        layer(x, training=False).numpy(), reference_for(layer, x), rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "shape,scope", [((2, 14, 14, 32), 7), ((2, 14, 14, 32), 23), ((2, 7, 9, 32), None)]
+)
+def test_implementations_agree_at_paper_shapes(shape, scope):
+    x = RNG.normal(size=shape).astype("float32")
+    outputs = {}
+    weights = None
+    for impl in IMPLEMENTATIONS:
+        layer = LambdaLayer(64, scope_size=scope, implementation=impl)
+        layer.build(x.shape)
+        if weights is None:
+            weights = layer.get_weights()
+        layer.set_weights(weights)
+        outputs[impl] = layer(x).numpy()
+    scale = np.abs(outputs["einsum"]).max()
+    for impl in ("conv", "depthwise"):
+        np.testing.assert_allclose(outputs[impl] / scale, outputs["einsum"] / scale, atol=1e-5)
+
+
+def test_output_channels_differ_from_input_channels_and_default():
+    x = RNG.normal(size=(1, 6, 6, 16)).astype("float32")
+    assert LambdaLayer(40, num_heads=4)(x).shape == (1, 6, 6, 40)
+    assert LambdaLayer()(x).shape == (1, 6, 6, 16)
+
+
+def test_defaults_follow_the_paper():
+    layer = LambdaLayer()
+    assert (layer.key_dim, layer.num_heads, layer.intra_depth, layer.scope_size) == (16, 4, 1, 23)
+    assert layer.key_normalization == "softmax" and not layer.multi_head
+    assert layer.query_batch_norm and layer.value_batch_norm
+
+
+def test_initialisation_follows_appendix_f2():
+    d, k, h = 256, 16, 4
+    layer = LambdaLayer(256, key_dim=k, num_heads=h)
+    layer.build((None, 14, 14, d))
+    kernel = layer.qkv_kernel.numpy()
+    queries, keys_values = kernel[:, : h * k], kernel[:, h * k :]
+    np.testing.assert_allclose(queries.std(), (k * d) ** -0.5, rtol=0.05)
+    np.testing.assert_allclose(keys_values.std(), d**-0.5, rtol=0.05)
+    embeddings = layer.position_embedding.embeddings.numpy()
+    np.testing.assert_allclose(embeddings.std(), 1.0, rtol=0.05)
+    assert abs(embeddings.mean()) < 0.05
+
+
+def test_gradients_match_finite_differences():
+    keras.config.set_dtype_policy("float64")
+    x = tf.constant(RNG.normal(size=(1, 3, 4, 4)))
+    for impl, kwargs in [
+        ("einsum", dict(scope_size=None, causal=True)),
+        ("conv", dict(scope_size=3, intra_depth=2)),
+        ("depthwise", dict(scope_size=3)),
+    ]:
+        layer = LambdaLayer(4, key_dim=2, num_heads=2, implementation=impl, **kwargs)
+        layer.build(x.shape)
+
+        def f(inputs, layer=layer):
+            return layer(inputs, training=False)
+
+        theoretical, numerical = tf.test.compute_gradient(f, [x])
+        np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-5, atol=1e-6)
+        # The weights get gradients too.
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(layer(x, training=True) ** 2)
+        grads = [
+            tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, layer.trainable_variables)
+        ]
+        assert all(np.isfinite(g).all() and np.abs(g).sum() > 0 for g in grads)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_position_only_local_layer_is_translation_equivariant(impl):
+    scope, shift = 5, (2, 3)
+    x = RNG.normal(size=(1, 16, 16, 8)).astype("float32")
+    layer = LambdaLayer(
+        8, key_dim=4, num_heads=2, scope_size=scope, content=False, implementation=impl
+    )
+    y = layer(x).numpy()
+    y_shifted = layer(np.roll(x, shift, axis=(1, 2))).numpy()
+    # Away from the borders, the output of the shifted input is the shifted output.
+    lo = scope // 2 + max(shift)
+    hi = 16 - scope // 2 - max(shift)
+    expected = np.roll(y, shift, axis=(1, 2))[:, lo:hi, lo:hi]
+    np.testing.assert_allclose(y_shifted[:, lo:hi, lo:hi], expected, rtol=1e-5, atol=1e-5)
+    assert not np.allclose(y_shifted, y, atol=1e-3)  # it does depend on the input's position
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_causal_output_does_not_depend_on_the_future(impl):
+    x = RNG.normal(size=(2, 12, 8)).astype("float32")
+    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=7, causal=True, implementation=impl)
+    y = layer(x).numpy()
+    for t in (0, 4, 10):
+        perturbed = x.copy()
+        perturbed[:, t + 1 :] += 100.0 * RNG.normal(size=perturbed[:, t + 1 :].shape)
+        y2 = layer(perturbed).numpy()
+        np.testing.assert_allclose(y2[:, : t + 1], y[:, : t + 1], rtol=1e-5, atol=1e-5)
+        assert not np.allclose(y2[:, t + 1 :], y[:, t + 1 :])
+
+
+def test_causal_images_use_raster_order():
+    x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
+    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=3, causal=True)
+    y = layer(x).numpy()
+    perturbed = x.copy()
+    perturbed[:, 2, 3:] += 50.0  # row 2 from column 3 on, then rows 3+
+    perturbed[:, 3:] += 50.0
+    y2 = layer(perturbed).numpy().reshape(1, 20, 8)
+    np.testing.assert_allclose(y2[:, :13], y.reshape(1, 20, 8)[:, :13], rtol=1e-5, atol=1e-5)
+
+
+def test_context_mask_blocks_masked_positions():
+    x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
+    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=None, context_mask=MASK_20)
+    y = layer(x).numpy().reshape(20, 8)
+    flat = x.reshape(20, 8)
+    for query in (0, 3, 7, 15):
+        hidden = ~MASK_20[query]
+        hidden[query] = False  # the query itself comes from this position
+        perturbed = flat.copy()
+        perturbed[hidden] += 100.0 * RNG.normal(size=perturbed[hidden].shape)
+        y2 = layer(perturbed.reshape(1, 4, 5, 8)).numpy().reshape(20, 8)
+        np.testing.assert_allclose(y2[query], y[query], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(y[3], 0.0)  # an empty context gives a zero lambda
+
+
+@pytest.mark.parametrize("impl", ["conv", "depthwise", "einsum"])
+def test_variable_spatial_size(impl):
+    inputs = keras.Input((None, None, 8))
+    model = keras.Model(
+        inputs, LambdaLayer(8, key_dim=4, num_heads=2, scope_size=5, implementation=impl)(inputs)
+    )
+    for shape in ((1, 6, 9, 8), (2, 11, 4, 8)):
+        assert model(RNG.normal(size=shape).astype("float32")).shape == shape[:-1] + (8,)
+
+
+def test_global_einsum_accepts_maps_up_to_max_size():
+    layer = LambdaLayer(
+        8, key_dim=4, num_heads=2, scope_size=None, max_size=(6, 7), implementation="einsum"
+    )
+    inputs = keras.Input((None, None, 8))
+    model = keras.Model(inputs, layer(inputs))
+    assert layer.position_embedding.size == (11, 13)
+    for shape in ((1, 6, 7, 8), (1, 3, 2, 8)):
+        x = RNG.normal(size=shape).astype("float32")
+        np.testing.assert_allclose(model(x).numpy(), reference_for(layer, x), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="max_size"):
+        model(RNG.normal(size=(1, 7, 7, 8)).astype("float32"))
+    # With shapes unknown at trace time the check runs in the graph.
+    serve = tf.function(model, input_signature=[tf.TensorSpec((None, None, None, 8))])
+    assert serve(RNG.normal(size=(1, 6, 3, 8)).astype("float32")).shape == (1, 6, 3, 8)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="max_size"):
+        serve(RNG.normal(size=(1, 8, 3, 8)).astype("float32"))
+
+
+def test_auto_implementation_rule(monkeypatch):
+    monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: False)
+    seven = LambdaLayer(16, scope_size=7)
+    assert seven.resolve_implementation((14, 14)) == "einsum"  # 196 <= 4 * 49
+    assert seven.resolve_implementation((20, 20)) == "conv"  # 400 > 4 * 49
+    assert seven.resolve_implementation((None, None)) == "conv"
+    assert LambdaLayer(16, scope_size=23).resolve_implementation((28, 28)) == "einsum"
+    assert LambdaLayer(16, scope_size=3).resolve_implementation((7, 7)) == "conv"
+    assert LambdaLayer(16, scope_size=3).resolve_implementation((5,)) == "einsum"  # sequences
+    assert LambdaLayer(16, scope_size=None).resolve_implementation((64, 64)) == "einsum"
+    masked = LambdaLayer(16, scope_size=7, context_mask=np.ones((1024, 1024), bool))
+    assert masked.resolve_implementation((32, 32)) == "einsum"
+    assert LambdaLayer(16, implementation="depthwise").resolve_implementation((7, 7)) == "depthwise"
+    monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: True)
+    assert seven.resolve_implementation((28, 28)) == "einsum"  # 784 <= 852, the paper's rule
+    assert seven.resolve_implementation((30, 30)) == "conv"
+    assert LambdaLayer(16, intra_depth=4).resolve_implementation((14, 14)) == "conv"
+
+
+# ---------------------------------------------------------------- shared embeddings
+def shared_model():
+    embedding = RelativePositionEmbedding(size=5, key_dim=4)
+    inputs = keras.Input((6, 6, 8), name="images")
+    x = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=5, position_embedding=embedding)(inputs)
+    x = keras.layers.ReLU()(x)
+    x = LambdaLayer(
+        16,
+        key_dim=4,
+        num_heads=4,
+        scope_size=5,
+        position_embedding=embedding,
+        implementation="conv",
+    )(x)
+    return keras.Model(inputs, x), embedding
+
+
+def test_shared_position_embeddings_are_one_set_of_weights():
+    model, embedding = shared_model()
+    first, second = model.layers[1], model.layers[3]
+    assert first.position_embedding is second.position_embedding is embedding
+    embedding_weights = [w for w in model.weights if w.name == "embeddings"]
+    assert len(embedding_weights) == 1
+    unshared = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=5)
+    unshared.build((None, 6, 6, 8))
+    assert model.count_params() < 2 * unshared.count_params() + 10_000
+    # Training moves the one embedding, seen by both layers.
+    before = embedding.embeddings.numpy().copy()
+    model.compile(optimizer="sgd", loss="mse")
+    model.fit(RNG.normal(size=(4, 6, 6, 8)), RNG.normal(size=(4, 6, 6, 16)), epochs=1, verbose=0)
+    assert not np.allclose(embedding.embeddings.numpy(), before)
+
+
+def test_shared_embeddings_stay_shared_after_keras_round_trip(tmp_path):
+    model, _ = shared_model()
+    path = str(tmp_path / "shared.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    first, second = loaded.layers[1], loaded.layers[3]
+    assert first.position_embedding is second.position_embedding
+    x = RNG.normal(size=(2, 6, 6, 8)).astype("float32")
+    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_shared_embedding_must_match_the_layer():
+    embedding = RelativePositionEmbedding(size=5, key_dim=4)
+    with pytest.raises(ValueError, match="key_dim=4"):
+        LambdaLayer(8, key_dim=8, position_embedding=embedding, scope_size=5)
+    with pytest.raises(ValueError, match="scope_size"):
+        LambdaLayer(8, key_dim=4, position_embedding=embedding, scope_size=7)
+    with pytest.raises(ValueError, match="groups"):
+        LambdaLayer(
+            8, key_dim=4, num_heads=2, multi_head=True, position_embedding=embedding, scope_size=5
+        )
+    with pytest.raises(TypeError, match="RelativePositionEmbedding"):
+        LambdaLayer(8, position_embedding=keras.layers.Dense(3))
+
+
+# ---------------------------------------------------------------- saving
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(scope_size=5, implementation="conv"),
+        dict(scope_size=None, causal=True, intra_depth=2),
+        dict(scope_size=3, context_mask=np.tril(np.ones((36, 36), bool)), multi_head=True),
+    ],
+    ids=["conv", "global-causal-u2", "masked-multihead"],
+)
+def test_keras_file_round_trip_is_identical(tmp_path, kwargs):
+    inputs = keras.Input((6, 6, 8), name="images")
+    layer = LambdaLayer(
+        12, key_dim=4, num_heads=3, kernel_regularizer=keras.regularizers.L2(1e-4), **kwargs
+    )
+    model = keras.Model(inputs, layer(inputs))
+    randomize_batch_norms(layer, np.random.default_rng(2))
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path, safe_mode=True)
+    x = RNG.normal(size=(2, 6, 6, 8)).astype("float32")
+    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+    config = loaded.layers[1].get_config()
+    for key in ("key_dim", "num_heads", "scope_size", "causal", "intra_depth", "multi_head"):
+        assert config[key] == layer.get_config()[key]
+
+
+def test_get_config_round_trip():
+    layer = LambdaLayer(
+        24,
+        key_dim=8,
+        num_heads=2,
+        intra_depth=2,
+        scope_size=(3, 5),
+        implementation="conv",
+        key_normalization="l2",
+        query_normalization="softmax",
+        value_batch_norm=False,
+        batch_norm_momentum=0.9,
+        batch_norm_epsilon=1e-5,
+        use_bias=True,
+        name="lam",
+    )
+    clone = LambdaLayer.from_config(layer.get_config())
+    assert clone.get_config() == layer.get_config()
+    global_layer = LambdaLayer(8, scope_size=None, max_size=9)
+    assert LambdaLayer.from_config(global_layer.get_config()).max_size == 9
+
+
+def test_saved_model_export_signature_matches(tmp_path):
+    inputs = keras.Input((8, 8, 16), name="images")
+    x = LambdaLayer(16, key_dim=8, num_heads=2, scope_size=5)(inputs)
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))
+    path = str(tmp_path / "export")
+    model.export(path, format="tf_saved_model", verbose=False)
+    restored = tf.saved_model.load(path)
+    serve = restored.signatures["serving_default"]
+    assert "images" in serve.structured_input_signature[1]
+    x = RNG.normal(size=(3, 8, 8, 16)).astype("float32")
+    (out,) = serve(images=tf.constant(x)).values()
+    np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- mixed precision
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_mixed_precision_is_finite_for_large_inputs(policy, impl):
+    x32 = (1e3 * np.random.default_rng(5).uniform(-1, 1, size=(2, 8, 8, 32))).astype("float32")
+    keras.config.set_dtype_policy(policy)
+    layer = LambdaLayer(32, key_dim=16, num_heads=4, scope_size=7, implementation=impl)
+    assert layer.compute_dtype in ("float16", "bfloat16")
+    y = layer(x32, training=True)
+    assert y.dtype == layer.compute_dtype
+    assert np.isfinite(y.numpy().astype("float32")).all()
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.cast(layer(x32, training=True), "float32") ** 2)
+    grads = tape.gradient(loss, layer.trainable_variables)
+    assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in grads)
+    # The same weights in float32 give nearly the same result.
+    keras.config.set_dtype_policy("float32")
+    ref_layer = LambdaLayer(32, key_dim=16, num_heads=4, scope_size=7, implementation=impl)
+    ref_layer.build(x32.shape)
+    ref_layer.set_weights(layer.get_weights())
+    ref = ref_layer(x32, training=True).numpy()
+    err = np.linalg.norm(y.numpy().astype("float32") - ref) / np.linalg.norm(ref)
+    # bfloat16 keeps 8 bits of mantissa: keys of magnitude ~1e3 move by units, which the key
+    # softmax amplifies; float16 keeps 11.
+    assert err < (3e-2 if policy == "mixed_bfloat16" else 3e-3)
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_mixed_precision_inference_with_large_inputs_is_finite(policy):
+    """Inference with batch-norm statistics that match the data (as after training).
+
+    The keys are not normalised, so they keep the inputs' ~1e3 scale: a key softmax in 16 bits
+    would overflow. (A *freshly initialised* layer in inference mode does not normalise queries
+    and values either, and its outputs, ~1e7 here, cannot be represented in float16 at all.)
+    """
+    keras.config.set_dtype_policy(policy)
+    x = (1e3 * RNG.uniform(-1, 1, size=(2, 8, 8, 32))).astype("float32")
+    for kwargs in (dict(scope_size=None, causal=True), dict(scope_size=7), dict(intra_depth=2)):
+        layer = LambdaLayer(32, batch_norm_momentum=0.0, **kwargs)
+        layer(x, training=True)  # momentum 0: the moving statistics become this batch's
+        y = layer(x, training=False).numpy().astype("float32")
+        assert np.isfinite(y).all()
+        assert np.abs(y).max() > 1.0
+
+
+# ---------------------------------------------------------------- bad input
+def test_error_dim_out_not_divisible_by_heads():
+    with pytest.raises(ValueError, match=r"dim_out=10, num_heads=4"):
+        LambdaLayer(10, num_heads=4)
+
+
+def test_error_default_dim_out_not_divisible_by_heads():
+    with pytest.raises(ValueError, match=r"dim_out=6, num_heads=4"):
+        LambdaLayer(num_heads=4).build((None, 5, 5, 6))
+
+
+@pytest.mark.parametrize("scope", [4, 0, -3, (3, 4), 2.0])
+def test_error_even_or_non_positive_scope(scope):
+    with pytest.raises(ValueError, match="scope_size"):
+        LambdaLayer(8, scope_size=scope, implementation="conv")
+
+
+def test_error_unknown_implementation():
+    with pytest.raises(ValueError, match=r"implementation.*'einsum', 'conv', 'depthwise'.*'fft'"):
+        LambdaLayer(8, implementation="fft")
+
+
+@pytest.mark.parametrize("shape", [(2, 8), (2, 3, 4, 5, 8)])
+def test_error_input_rank(shape):
+    with pytest.raises(ValueError, match=r"rank 3.*rank 4"):
+        LambdaLayer(8)(np.zeros(shape, "float32"))
+
+
+def test_error_input_rank_after_build():
+    layer = LambdaLayer(8, num_heads=2)
+    layer(np.zeros((1, 4, 4, 8), "float32"))
+    with pytest.raises(ValueError, match="rank"):
+        layer(np.zeros((1, 16, 8), "float32"))
+
+
+def test_error_mask_shape_mismatch():
+    layer = LambdaLayer(8, num_heads=2, scope_size=None, context_mask=np.ones((10, 10), bool))
+    with pytest.raises(ValueError, match=r"context_mask.*\[16, 16\]"):
+        layer(np.zeros((1, 4, 4, 8), "float32"))
+
+
+@pytest.mark.parametrize("mask", [np.ones((4, 5)), np.ones(16), np.full((4, 4), 2)])
+def test_error_mask_not_square_boolean(mask):
+    with pytest.raises(ValueError, match="context_mask"):
+        LambdaLayer(8, context_mask=mask)
+
+
+@pytest.mark.parametrize("impl", ["conv", "depthwise"])
+def test_error_mask_with_convolution(impl):
+    with pytest.raises(ValueError, match="einsum"):
+        LambdaLayer(8, implementation=impl, context_mask=np.ones((4, 4), bool))
+
+
+def test_error_intra_depth_with_depthwise():
+    with pytest.raises(ValueError, match=r"depthwise.*intra_depth=4"):
+        LambdaLayer(8, intra_depth=4, implementation="depthwise")
+
+
+def test_error_global_einsum_on_map_larger_than_embeddings():
+    layer = LambdaLayer(8, num_heads=2, scope_size=None, max_size=5, implementation="einsum")
+    with pytest.raises(ValueError, match=r"cover maps up to \(5, 5\).*max_size"):
+        layer(np.zeros((1, 6, 6, 8), "float32"))
+    built = LambdaLayer(8, num_heads=2, scope_size=None, implementation="einsum")
+    built(np.zeros((1, 4, 4, 8), "float32"))
+    with pytest.raises(ValueError, match="max_size"):
+        built(np.zeros((1, 4, 5, 8), "float32"))
+
+
+def test_error_global_context_without_size():
+    with pytest.raises(ValueError, match="max_size"):
+        LambdaLayer(8, scope_size=None).build((None, None, None, 8))
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(key_dim=0), "key_dim"),
+        (dict(num_heads=-1), "num_heads"),
+        (dict(intra_depth=1.5), "intra_depth"),
+        (dict(key_normalization="max"), "key_normalization"),
+        (dict(query_normalization="l2"), "query_normalization"),
+        (dict(content=False, position=False), "content"),
+        (dict(scope_size=5, max_size=7), "max_size"),
+        (dict(causal=True, context_mask=np.ones((4, 4), bool)), "causal"),
+        (
+            dict(position=False, position_embedding=RelativePositionEmbedding(5, key_dim=16)),
+            "position",
+        ),
+    ],
+)
+def test_error_other_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LambdaLayer(8, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(scope_size=None), dict(scope_size=3, causal=True)])
+def test_einsum_in_chunks_of_queries_matches_reference(monkeypatch, kwargs):
+    monkeypatch.setattr(lambda_layer_module, "EINSUM_CHUNK_ELEMENTS", 7 * 20 * 4)  # 7 rows
+    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
+    layer = build_layer(x, implementation="einsum", **kwargs)
+    np.testing.assert_allclose(
+        layer(x, training=False).numpy(), reference_for(layer, x), rtol=1e-5, atol=1e-5
+    )

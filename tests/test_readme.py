@@ -1,0 +1,35 @@
+"""The README stays true: its code samples run and CI runs its test command."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def blocks(language):
+    return re.findall(rf"```{language}\n(.*?)```", README, flags=re.S)
+
+
+def test_readme_starts_with_the_two_commands():
+    first_two = blocks("bash")[:2]
+    assert README.index("```bash") < 20
+    assert "lambda_keras.demo" in first_two[0]
+    assert "pytest" in first_two[1]
+
+
+def test_ci_runs_exactly_the_readme_test_command():
+    test_command = blocks("bash")[1].strip()
+    ci_lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
+    assert test_command in ci_lines
+
+
+def test_python_samples_run(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    samples = blocks("python")
+    assert len(samples) >= 4
+    for sample in samples:
+        exec(compile(sample, "README.md", "exec"), namespace)
+    printed = capsys.readouterr().out
+    assert "(2, 14, 14, 128)" in printed and "(4, 100, 64)" in printed
