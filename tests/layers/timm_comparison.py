@@ -9,10 +9,9 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402  (before TensorFlow)
 from timm.layers.lambda_layer import LambdaLayer as TimmLambdaLayer  # noqa: E402
-
-import numpy as np  # noqa: E402
 
 from lambda_keras.layers import LambdaLayer  # noqa: E402
 
@@ -32,7 +31,10 @@ def compare(side_h, side_w, dim, dim_out, scope, seed=0):
     # timm's Conv3d weight [k, 1, r, r, 1] over (H, W, V) -> R[r, r, groups=1, k, u=1]
     kernel = timm_layer.conv_lambda.weight.detach().numpy()[:, 0, :, :, 0]
     ours.position_embedding.embeddings.assign(np.transpose(kernel, (1, 2, 0))[:, :, None, :, None])
-    for mine, theirs in ((ours.query_norm, timm_layer.norm_q), (ours.value_norm, timm_layer.norm_v)):
+    for mine, theirs in (
+        (ours.query_norm, timm_layer.norm_q),
+        (ours.value_norm, timm_layer.norm_v),
+    ):
         mine.gamma.assign(theirs.weight.detach().numpy())
         mine.beta.assign(theirs.bias.detach().numpy())
         mine.moving_mean.assign(theirs.running_mean.numpy())
