@@ -267,6 +267,7 @@ class LambdaLayer(keras.layers.Layer):
                     groups=self.groups,
                     rank=rank,
                     name="position_embedding",
+                    dtype=self.dtype_policy,
                 )
             elif self.position_embedding.rank != rank:
                 raise ValueError(
@@ -344,11 +345,6 @@ class LambdaLayer(keras.layers.Layer):
                     f"shape {tuple(spatial)}; received context_mask of shape "
                     f"{list(self.context_mask.shape)}."
                 )
-        if self.implementation == "einsum":
-            return
-        for s in spatial:
-            if s is not None and s < 1:
-                raise ValueError(f"Spatial dimensions must be positive; received {spatial}.")
 
     def _check_global_range(self, spatial):
         """A global context must cover the map: error early when the shape is static."""
