@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from lambda_keras import layers  # noqa: E402
+from lambda_keras import layers, zoo  # noqa: E402
 
-__all__ = ["layers", "__version__"]
+__all__ = ["layers", "zoo", "__version__"]

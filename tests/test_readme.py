@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+from lambda_keras.zoo import weights as weights_lib
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 
@@ -26,10 +28,15 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "keras_cache"))
     namespace = {}
     samples = blocks("python")
-    assert len(samples) >= 4
-    for sample in samples:
-        exec(compile(sample, "README.md", "exec"), namespace)
+    assert len(samples) >= 6
+    try:
+        for sample in samples:
+            exec(compile(sample, "README.md", "exec"), namespace)
+    finally:
+        weights_lib.unregister_weights("mobilenet_v2_digits")
     printed = capsys.readouterr().out
     assert "(2, 14, 14, 128)" in printed and "(4, 100, 64)" in printed
+    assert "(None, 2048)" in printed and "['lambda_resnet50', 'lambda_resnet50_c4']" in printed

@@ -1,0 +1,184 @@
+"""What every zoo builder shares: the keras.applications signature, checks, head, weights."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+import numpy as np
+
+from lambda_keras.zoo import weights as weights_lib
+
+POOLINGS = (None, "avg", "max")
+
+
+def check_arguments(
+    *,
+    architecture: str,
+    weights,
+    include_top: bool,
+    input_tensor,
+    input_shape,
+    pooling,
+    classes: int,
+    classifier_activation,
+    default_size: int,
+    min_size: int,
+):
+    """Validate the keras.applications arguments before anything is built.
+
+    Returns:
+        ``(resolved_weights, input_shape)`` with the input shape completed to
+        ``(height, width, channels)``.
+    """
+    resolved = weights_lib.resolve_weights(weights, architecture)
+    if pooling not in POOLINGS:
+        raise ValueError(
+            f"`pooling` must be one of None, 'avg' or 'max'; received pooling={pooling!r}."
+        )
+    if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 1:
+        raise ValueError(f"`classes` must be a positive integer; received classes={classes!r}.")
+    if isinstance(resolved, weights_lib.WeightsSpec):
+        if include_top and classes != resolved.classes:
+            raise ValueError(
+                f"With weights={weights!r} and include_top=True, `classes` must be "
+                f"{resolved.classes} (the classifier the weights hold); received "
+                f"classes={classes}."
+            )
+        if include_top and classifier_activation not in ("softmax", None):
+            raise ValueError(
+                "With pretrained weights and include_top=True, `classifier_activation` must be "
+                f"'softmax' or None; received {classifier_activation!r}."
+            )
+    if input_tensor is not None and not keras.backend.is_keras_tensor(input_tensor):
+        raise TypeError(
+            "`input_tensor` must be a Keras tensor (the output of keras.Input or of a layer); "
+            f"received {type(input_tensor).__name__}."
+        )
+    if input_shape is None and input_tensor is not None:
+        input_shape = tuple(input_tensor.shape[1:])
+    if input_shape is None:
+        size = resolved.input_size if isinstance(resolved, weights_lib.WeightsSpec) else None
+        input_shape = (size or default_size, size or default_size, 3)
+    input_shape = tuple(input_shape)
+    if len(input_shape) != 3:
+        raise ValueError(
+            "`input_shape` must be (height, width, channels) (channels last); received "
+            f"input_shape={input_shape}."
+        )
+    height, width, channels = input_shape
+    if channels is None:
+        raise ValueError(f"The channel dimension of `input_shape` must be known: {input_shape}.")
+    if resolved is not None and channels != 3:
+        raise ValueError(
+            f"Pretrained weights expect 3 input channels; received input_shape={input_shape}."
+        )
+    for side in (height, width):
+        if side is not None and side < min_size:
+            raise ValueError(
+                f"`input_shape` must be at least {min_size}x{min_size} for {architecture!r}; "
+                f"received input_shape={input_shape}."
+            )
+    return resolved, input_shape
+
+
+def build(
+    *,
+    architecture: str,
+    body: Callable[[keras.KerasTensor], keras.KerasTensor],
+    name: str,
+    include_top: bool,
+    weights,
+    input_tensor,
+    input_shape,
+    pooling,
+    classes: int,
+    classifier_activation,
+    dropout_rate: float,
+    default_size: int,
+    min_size: int,
+) -> keras.Model:
+    """Input, ``body`` (image -> final feature map), head, weights: one keras.applications model.
+
+    The final feature map is the output of the layer named ``"features"``; with
+    ``include_top=False`` and registered weights the full model is built, loaded and cut there.
+    """
+    resolved, input_shape = check_arguments(
+        architecture=architecture,
+        weights=weights,
+        include_top=include_top,
+        input_tensor=input_tensor,
+        input_shape=input_shape,
+        pooling=pooling,
+        classes=classes,
+        classifier_activation=classifier_activation,
+        default_size=default_size,
+        min_size=min_size,
+    )
+    if isinstance(resolved, weights_lib.WeightsSpec) and not include_top:
+        full = build(
+            architecture=architecture,
+            body=body,
+            name=name,
+            include_top=True,
+            weights=weights,
+            input_tensor=input_tensor,
+            input_shape=input_shape,
+            pooling=None,
+            classes=resolved.classes,
+            classifier_activation="softmax",
+            dropout_rate=dropout_rate,
+            default_size=default_size,
+            min_size=min_size,
+        )
+        features = _pool(full.get_layer("features").output, pooling)
+        return keras.Model(full.input, features, name=name)
+
+    inputs = input_tensor if input_tensor is not None else keras.Input(input_shape, name="images")
+    x = body(inputs)
+    if include_top:
+        x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+        if dropout_rate > 0:
+            x = keras.layers.Dropout(dropout_rate, name="top_dropout")(x)
+        x = keras.layers.Dense(
+            classes,
+            activation=classifier_activation,
+            kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
+            name="predictions",
+        )(x)
+    else:
+        x = _pool(x, pooling)
+    model = keras.Model(inputs, x, name=name)
+    if isinstance(resolved, weights_lib.WeightsSpec):
+        weights_lib.load_into(model, weights_lib.fetch_weights(resolved), architecture)
+    elif resolved is not None:
+        weights_lib.load_into(model, resolved, architecture)
+    return model
+
+
+def _pool(x, pooling):
+    if pooling == "avg":
+        return keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    if pooling == "max":
+        return keras.layers.GlobalMaxPooling2D(name="max_pool")(x)
+    return x
+
+
+def preprocess_input(x, data_format=None):
+    """ImageNet preprocessing: RGB ``[0, 255]`` -> scaled to ``[0, 1]`` and normalised with the
+    ImageNet mean and standard deviation (``keras.applications`` mode ``"torch"``).
+
+    Args:
+        x: ``[batch, height, width, 3]`` or ``[height, width, 3]`` array or tensor.
+    """
+    return keras.applications.imagenet_utils.preprocess_input(
+        x, data_format=data_format, mode="torch"
+    )
+
+
+def decode_predictions(preds, top: int = 5):
+    """ImageNet class names of the ``top`` scores, as ``keras.applications`` returns them.
+
+    Keras fetches its ImageNet class index once (into the Keras cache) the first time.
+    """
+    return keras.applications.imagenet_utils.decode_predictions(preds, top=top)

@@ -1,0 +1,175 @@
+"""LambdaResNets and ResNet-RS baselines: structure, shapes, arguments, saving."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras import zoo
+from lambda_keras.layers import LambdaLayer, StochasticDepth
+from lambda_keras.zoo import lambda_resnet
+
+SMALL = (64, 64, 3)
+
+
+def lambda_blocks(model):
+    """{stage: sorted 1-indexed blocks} of the lambda layers, from the layer names."""
+    found = {}
+    for layer in model.layers:
+        if isinstance(layer, LambdaLayer):
+            stage, block = layer.name.split("_")[:2]  # c4_block6_2_lambda
+            found.setdefault(stage, []).append(int(block.removeprefix("block")))
+    return {stage: sorted(blocks) for stage, blocks in found.items()}
+
+
+def se_blocks(model):
+    return {
+        layer.name.rsplit("_se_", 1)[0]
+        for layer in model.layers
+        if layer.name.endswith("_se_excite")
+    }
+
+
+@pytest.mark.parametrize("depth", sorted(lambda_resnet.BLOCKS))
+def test_lambda_layers_at_table_19_positions(depth):
+    blocks = lambda_resnet.BLOCKS[depth]
+    model = getattr(zoo, f"LambdaResNet{depth}")(input_shape=SMALL, classes=10)
+    assert lambda_blocks(model) == {
+        "c4": list(lambda_resnet.C4_LAMBDA_BLOCKS[depth]),
+        "c5": list(range(1, blocks[3] + 1)),
+    }
+    # SE in the stages without lambda layers only (c2, c3), never in a lambda block.
+    expected_se = {f"c{s}_block{b}" for s in (2, 3) for b in range(1, blocks[s - 2] + 1)}
+    assert se_blocks(model) == expected_se
+    assert model.output.shape == (None, 10)
+
+
+@pytest.mark.parametrize("depth", [50, 101, 420])
+def test_c4_variant_uses_lambda_layers_in_all_of_c4_and_c5(depth):
+    blocks = lambda_resnet.BLOCKS[depth]
+    model = getattr(zoo, f"LambdaResNet{depth}C4")(input_shape=SMALL, include_top=False)
+    assert lambda_blocks(model) == {
+        "c4": list(range(1, blocks[2] + 1)),
+        "c5": list(range(1, blocks[3] + 1)),
+    }
+    assert model.output.shape == (None, 2, 2, 2048)
+
+
+@pytest.mark.parametrize("depth", [50, 200])
+def test_resnet_rs_with_and_without_se(depth):
+    with_se = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL)
+    without = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL, se=False)
+    assert len(se_blocks(with_se)) == sum(lambda_resnet.BLOCKS[depth])
+    assert not se_blocks(without) and not lambda_blocks(with_se)
+    assert without.name == f"resnet_rs{depth}_nose"
+    assert with_se.count_params() > without.count_params()
+
+
+def test_resnet_rs_stem_shortcuts_and_initialisation():
+    model = zoo.ResNetRS50(input_shape=SMALL, se=False)
+    names = {layer.name for layer in model.layers}
+    assert {"stem_1_conv", "stem_4_conv"} <= names and "stem_pool" not in names
+    assert model.get_layer("stem_1_conv").strides == (2, 2)
+    assert model.get_layer("stem_4_conv").kernel_size == (3, 3)
+    assert model.get_layer("stem_4_conv").strides == (2, 2)
+    assert isinstance(model.get_layer("c3_block1_shortcut_pool"), keras.layers.AveragePooling2D)
+    assert np.all(model.get_layer("c3_block1_3_bn").gamma.numpy() == 0)
+
+
+def test_lambda_block_downsamples_with_average_pool_after_the_lambda():
+    model = zoo.LambdaResNet50C4(input_shape=SMALL)
+    pool = model.get_layer("c4_block1_2_pool")
+    assert isinstance(pool, keras.layers.AveragePooling2D)
+    assert pool.pool_size == (3, 3) and pool.strides == (2, 2)
+    assert model.get_layer("c4_block1_2_lambda").output.shape[1:3] == (8, 8)
+    assert pool.output.shape[1:3] == (4, 4)
+
+
+def test_regularization_defaults_follow_table_20():
+    model = zoo.LambdaResNet350(input_shape=SMALL)
+    assert model.get_layer("top_dropout").rate == 0.3
+    rates = {lay.name: lay.rate for lay in model.layers if isinstance(lay, StochasticDepth)}
+    assert rates["c5_block1_drop"] == pytest.approx(0.2)
+    assert rates["c2_block1_drop"] == pytest.approx(0.2 * 2 / 5)
+    assert not any(
+        isinstance(lay, StochasticDepth) for lay in zoo.LambdaResNet50(input_shape=SMALL).layers
+    )
+
+
+def test_lambda_hyper_parameters_reach_the_layers():
+    model = zoo.LambdaResNet50C4(
+        input_shape=SMALL, key_dim=8, num_heads=2, scope_size=7, implementation="conv"
+    )
+    layer = model.get_layer("c5_block1_2_lambda")
+    assert (layer.key_dim, layer.num_heads, layer.scope_size, layer.implementation) == (
+        8,
+        2,
+        7,
+        "conv",
+    )
+
+
+def test_forward_pass_include_top_and_pooling():
+    x = np.random.default_rng(0).uniform(0, 255, size=(2, *SMALL)).astype("float32")
+    x = lambda_resnet.preprocess_input(x)
+    model = zoo.LambdaResNet50(input_shape=SMALL, classes=7)
+    probs = model(x).numpy()
+    assert probs.shape == (2, 7)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0, rtol=1e-5)
+    for pooling, shape in ((None, (2, 2, 2, 2048)), ("avg", (2, 2048)), ("max", (2, 2048))):
+        features = zoo.LambdaResNet50(input_shape=SMALL, include_top=False, pooling=pooling)
+        assert features(x).shape == shape
+
+
+def test_input_tensor_and_variable_input_size():
+    inputs = keras.Input((96, 80, 3))
+    model = zoo.LambdaResNet50C4(input_tensor=inputs, include_top=False, pooling="avg")
+    assert model.input is inputs and model.output.shape == (None, 2048)
+    model = zoo.ResNetRS50(input_shape=(None, None, 3), include_top=False, pooling="avg")
+    assert model(np.zeros((1, 64, 96, 3), "float32")).shape == (1, 2048)
+
+
+def test_preprocess_input_normalises_with_imagenet_statistics():
+    x = np.full((1, 2, 2, 3), 255.0, "float32")
+    out = np.asarray(lambda_resnet.preprocess_input(x))
+    np.testing.assert_allclose(
+        out[0, 0, 0],
+        (1 - np.array([0.485, 0.456, 0.406])) / np.array([0.229, 0.224, 0.225]),
+        rtol=1e-5,
+    )
+
+
+def test_keras_round_trip_and_saved_model_export(tmp_path):
+    model = zoo.LambdaResNet50C4(input_shape=SMALL, classes=5)
+    x = np.random.default_rng(1).normal(size=(2, *SMALL)).astype("float32")
+    expected = model(x).numpy()
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
+    np.testing.assert_allclose(loaded(x).numpy(), expected, rtol=1e-6, atol=1e-6)
+    model.export(str(tmp_path / "serving"), format="tf_saved_model", verbose=False)
+    serve = tf.saved_model.load(str(tmp_path / "serving")).signatures["serving_default"]
+    (out,) = serve(images=tf.constant(x)).values()
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        (dict(pooling="mean"), ValueError, "pooling"),
+        (dict(classes=0), ValueError, "classes"),
+        (dict(input_shape=(16, 16, 3)), ValueError, "at least 32x32"),
+        (dict(input_shape=(64, 64)), ValueError, "input_shape"),
+        (dict(weights="imagenet"), ValueError, "Unknown weights 'imagenet'"),
+        (dict(weights="missing/file.weights.h5"), ValueError, "does not exist"),
+        (dict(input_tensor=np.zeros((1, 64, 64, 3))), TypeError, "input_tensor"),
+        (dict(implementation="fast"), ValueError, "implementation"),
+    ],
+)
+def test_argument_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        zoo.LambdaResNet50(**kwargs)
+
+
+def test_se_must_be_a_bool():
+    with pytest.raises(ValueError, match="se"):
+        zoo.ResNetRS50(se="yes")

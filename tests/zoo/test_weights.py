@@ -1,0 +1,110 @@
+"""The pretrained-weights path end to end, with weights the test creates and serves locally."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.zoo import weights as weights_lib
+
+SHAPE = (64, 64, 3)
+
+
+def sha256(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def published(tmp_path, monkeypatch):
+    """A trained-looking LambdaMobileNetV2 saved to a file, registered with a file:// URL."""
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
+    source = zoo.LambdaMobileNetV2(alpha=0.35, input_shape=SHAPE, classes=6)
+    rng = np.random.default_rng(0)
+    source.set_weights(
+        [w + rng.normal(0, 0.01, w.shape).astype(w.dtype) for w in source.get_weights()]
+    )
+    path = tmp_path / "served" / "lambda_mnv2.weights.h5"
+    path.parent.mkdir()
+    source.save_weights(path)
+    spec = weights_lib.WeightsSpec(
+        name="test_lambda_mnv2",
+        url=path.as_uri(),
+        sha256=sha256(path),
+        architecture="lambda_mobilenet_v2",
+        input_size=64,
+        classes=6,
+    )
+    weights_lib.register_weights(spec)
+    yield source, spec, path
+    weights_lib.unregister_weights(spec.name)
+
+
+def test_registered_weights_load_identically(published):
+    source, spec, _ = published
+    model = zoo.LambdaMobileNetV2(alpha=0.35, weights=spec.name, classes=6)
+    assert model.input.shape == (None, 64, 64, 3)  # the weights' input size by default
+    x = np.random.default_rng(1).normal(size=(2, *SHAPE)).astype("float32")
+    np.testing.assert_allclose(model(x).numpy(), source(x).numpy(), rtol=1e-6, atol=1e-6)
+    assert zoo.registered_weights("lambda_mobilenet_v2") == {spec.name: spec}
+
+
+def test_include_top_false_loads_the_backbone(published):
+    source, spec, _ = published
+    backbone = zoo.LambdaMobileNetV2(
+        alpha=0.35, weights=spec.name, include_top=False, pooling="avg"
+    )
+    x = np.random.default_rng(2).normal(size=(1, *SHAPE)).astype("float32")
+    import keras
+
+    reference = keras.Model(source.input, source.get_layer("features").output)
+    expected = reference(x).numpy().mean(axis=(1, 2))
+    np.testing.assert_allclose(backbone(x).numpy(), expected, rtol=1e-5, atol=1e-6)
+    assert "predictions" not in [layer.name for layer in backbone.layers]
+
+
+def test_weights_from_a_file_path(published):
+    source, _, path = published
+    model = zoo.LambdaMobileNetV2(alpha=0.35, input_shape=SHAPE, classes=6, weights=str(path))
+    np.testing.assert_array_equal(model.get_weights()[0], source.get_weights()[0])
+
+
+def test_checksum_mismatch_loads_nothing(published, tmp_path):
+    _, spec, path = published
+    path.write_bytes(path.read_bytes()[:-10] + b"corrupted!")
+    with pytest.raises(ValueError, match="Checksum mismatch.*Nothing was loaded"):
+        zoo.LambdaMobileNetV2(alpha=0.35, weights=spec.name, classes=6)
+
+
+def test_weights_for_another_architecture(published):
+    _, spec, _ = published
+    with pytest.raises(
+        ValueError, match="trained for architecture 'lambda_mobilenet_v2', not 'mobilenet_v2'"
+    ):
+        zoo.MobileNetV2(weights=spec.name, classes=6)
+
+
+def test_unknown_name_lists_the_known_ones(published):
+    with pytest.raises(ValueError, match=r"Unknown weights 'imagenet'.*test_lambda_mnv2"):
+        zoo.LambdaMobileNetV2(weights="imagenet")
+
+
+def test_classes_must_match_registered_weights_with_top(published):
+    _, spec, _ = published
+    with pytest.raises(ValueError, match="classes` must be 6"):
+        zoo.LambdaMobileNetV2(alpha=0.35, weights=spec.name, classes=1000)
+
+
+def test_missing_file_and_wrong_architecture_file(published, tmp_path):
+    with pytest.raises(ValueError, match="does not exist"):
+        zoo.LambdaMobileNetV2(weights=str(tmp_path / "nope.weights.h5"))
+    _, _, path = published
+    with pytest.raises(ValueError, match="do not fit"):
+        zoo.MobileNetV2(alpha=0.35, input_shape=SHAPE, classes=6, weights=str(path))
+
+
+def test_spec_validation():
+    with pytest.raises(ValueError, match="sha256"):
+        weights_lib.WeightsSpec("x", "file:///x", "abc", "resnet50", 224)
+    with pytest.raises(ValueError, match="preprocessing"):
+        weights_lib.WeightsSpec("x", "file:///x", "0" * 64, "resnet50", 224, preprocessing="bgr")
