@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import keras
@@ -10,6 +11,20 @@ import numpy as np
 from lambda_keras.zoo import weights as weights_lib
 
 POOLINGS = (None, "avg", "max")
+
+
+@dataclasses.dataclass(frozen=True)
+class ApplicationArgs:
+    """The ``keras.applications`` arguments every builder takes, in their usual order."""
+
+    include_top: bool = True
+    weights: str | None = None
+    input_tensor: object = None
+    input_shape: tuple | None = None
+    pooling: str | None = None
+    classes: int = 1000
+    classifier_activation: object = "softmax"
+    name: str | None = None
 
 
 def check_arguments(
@@ -83,20 +98,13 @@ def check_arguments(
 
 
 def build(
+    args: ApplicationArgs,
     *,
     architecture: str,
     body: Callable[[keras.KerasTensor], keras.KerasTensor],
-    name: str,
-    include_top: bool,
-    weights,
-    input_tensor,
-    input_shape,
-    pooling,
-    classes: int,
-    classifier_activation,
     dropout_rate: float,
-    default_size: int,
-    min_size: int,
+    default_size: int = 224,
+    min_size: int = 32,
 ) -> keras.Model:
     """Input, ``body`` (image -> final feature map), head, weights: one keras.applications model.
 
@@ -105,49 +113,53 @@ def build(
     """
     resolved, input_shape = check_arguments(
         architecture=architecture,
-        weights=weights,
-        include_top=include_top,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
+        weights=args.weights,
+        include_top=args.include_top,
+        input_tensor=args.input_tensor,
+        input_shape=args.input_shape,
+        pooling=args.pooling,
+        classes=args.classes,
+        classifier_activation=args.classifier_activation,
         default_size=default_size,
         min_size=min_size,
     )
-    if isinstance(resolved, weights_lib.WeightsSpec) and not include_top:
-        full = build(
-            architecture=architecture,
-            body=body,
-            name=name,
+    name = args.name or architecture
+    if isinstance(resolved, weights_lib.WeightsSpec) and not args.include_top:
+        full_args = dataclasses.replace(
+            args,
             include_top=True,
-            weights=weights,
-            input_tensor=input_tensor,
             input_shape=input_shape,
             pooling=None,
             classes=resolved.classes,
             classifier_activation="softmax",
+        )
+        full = build(
+            full_args,
+            architecture=architecture,
+            body=body,
             dropout_rate=dropout_rate,
             default_size=default_size,
             min_size=min_size,
         )
-        features = _pool(full.get_layer("features").output, pooling)
+        features = _pool(full.get_layer("features").output, args.pooling)
         return keras.Model(full.input, features, name=name)
 
-    inputs = input_tensor if input_tensor is not None else keras.Input(input_shape, name="images")
+    inputs = args.input_tensor
+    if inputs is None:
+        inputs = keras.Input(input_shape, name="images")
     x = body(inputs)
-    if include_top:
+    if args.include_top:
         x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
         if dropout_rate > 0:
             x = keras.layers.Dropout(dropout_rate, name="top_dropout")(x)
         x = keras.layers.Dense(
-            classes,
-            activation=classifier_activation,
+            args.classes,
+            activation=args.classifier_activation,
             kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
             name="predictions",
         )(x)
     else:
-        x = _pool(x, pooling)
+        x = _pool(x, args.pooling)
     model = keras.Model(inputs, x, name=name)
     if isinstance(resolved, weights_lib.WeightsSpec):
         weights_lib.load_into(model, weights_lib.fetch_weights(resolved), architecture)

@@ -95,18 +95,12 @@ def ResNet50(
         return x
 
     suffix = "" if layout == "CCCC" else "_" + layout.lower()
+    name = name or "resnet50" + suffix
+    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
+                                  classes, classifier_activation, name)  # fmt: skip
     return _common.build(
+        app,
         architecture="resnet50" + suffix + (f"_u{intra_depth}" if intra_depth > 1 else ""),
         body=body,
-        name=name or "resnet50" + suffix,
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
         dropout_rate=dropout_rate,
-        default_size=224,
-        min_size=32,
     )

@@ -110,25 +110,15 @@ def resnet_rs_body(
 def _build(
     depth: int,
     variant: str,
+    app: _common.ApplicationArgs,
     *,
-    include_top,
-    weights,
-    input_tensor,
-    input_shape,
-    pooling,
-    classes,
-    classifier_activation,
-    name,
-    se,
-    se_in_lambda_stages,
-    dropout_rate,
-    stochastic_depth_rate,
-    key_dim,
-    num_heads,
-    intra_depth,
-    scope_size,
-    implementation,
-):
+    se: bool,
+    se_in_lambda_stages: bool,
+    dropout_rate: float | None,
+    stochastic_depth_rate: float | None,
+    lambda_config: LambdaConfig,
+) -> keras.Model:
+    """``variant``: ``"lambda"`` (Table 19), ``"c4"`` (all of c4 and c5) or ``"resnet_rs"``."""
     blocks = BLOCKS[depth]
     if variant == "resnet_rs":
         lambda_blocks = ((), (), (), ())
@@ -148,20 +138,13 @@ def _build(
         lambda_blocks,
         se_stages,
         default_drop_path if stochastic_depth_rate is None else stochastic_depth_rate,
-        LambdaConfig(key_dim, num_heads, intra_depth, scope_size, implementation),
+        lambda_config,
         NormConfig(),
     )
     return _common.build(
+        app,
         architecture=architecture,
         body=body,
-        name=name or architecture,
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
         dropout_rate=default_dropout if dropout_rate is None else dropout_rate,
         default_size=DEFAULT_SIZE,
         min_size=MIN_SIZE,
@@ -229,26 +212,18 @@ def _make_lambda_builder(depth: int, c4: bool):
         implementation: str = "auto",
         se_in_lambda_stages: bool = False,
     ) -> keras.Model:
+        app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
+                                      classes, classifier_activation, name)  # fmt: skip
+        lambda_config = LambdaConfig(key_dim, num_heads, intra_depth, scope_size, implementation)
         return _build(
             depth,
             "c4" if c4 else "lambda",
-            include_top=include_top,
-            weights=weights,
-            input_tensor=input_tensor,
-            input_shape=input_shape,
-            pooling=pooling,
-            classes=classes,
-            classifier_activation=classifier_activation,
-            name=name,
+            app,
             se=True,
             se_in_lambda_stages=se_in_lambda_stages,
             dropout_rate=dropout_rate,
             stochastic_depth_rate=stochastic_depth_rate,
-            key_dim=key_dim,
-            num_heads=num_heads,
-            intra_depth=intra_depth,
-            scope_size=scope_size,
-            implementation=implementation,
+            lambda_config=lambda_config,
         )
 
     suffix = "C4" if c4 else ""
@@ -275,26 +250,18 @@ def _make_resnet_rs_builder(depth: int):
     ) -> keras.Model:
         if not isinstance(se, bool):
             raise ValueError(f"`se` must be True or False; received se={se!r}.")
+        name = name or (None if se else f"resnet_rs{depth}_nose")
+        app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
+                                      classes, classifier_activation, name)  # fmt: skip
         return _build(
             depth,
             "resnet_rs",
-            include_top=include_top,
-            weights=weights,
-            input_tensor=input_tensor,
-            input_shape=input_shape,
-            pooling=pooling,
-            classes=classes,
-            classifier_activation=classifier_activation,
-            name=name or (None if se else f"resnet_rs{depth}_nose"),
+            app,
             se=se,
             se_in_lambda_stages=False,
             dropout_rate=dropout_rate,
             stochastic_depth_rate=stochastic_depth_rate,
-            key_dim=16,
-            num_heads=4,
-            intra_depth=1,
-            scope_size=23,
-            implementation="auto",
+            lambda_config=LambdaConfig(),
         )
 
     return _finish(

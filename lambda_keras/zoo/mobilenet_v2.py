@@ -89,9 +89,8 @@ def lambda_block(x, filters: int, name: str, *, key_dim, num_heads, scope_size,
 
 
 def _mobilenet_v2(
-    *, architecture, lambda_blocks, alpha, include_top, weights, input_tensor, input_shape,
-    pooling, classes, classifier_activation, name, dropout_rate, key_dim, num_heads,
-    scope_size, implementation,
+    app: _common.ApplicationArgs, *, architecture, lambda_blocks, alpha, dropout_rate, key_dim,
+    num_heads, scope_size, implementation,
 ):  # fmt: skip
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
         raise ValueError(f"`alpha` must be a positive number; received alpha={alpha!r}.")
@@ -140,21 +139,7 @@ def _mobilenet_v2(
         x = keras.layers.BatchNormalization(name="head_bn", **BN)(x)
         return keras.layers.ReLU(6.0, name="features")(x)
 
-    return _common.build(
-        architecture=architecture,
-        body=body,
-        name=name or architecture,
-        include_top=include_top,
-        weights=weights,
-        input_tensor=input_tensor,
-        input_shape=input_shape,
-        pooling=pooling,
-        classes=classes,
-        classifier_activation=classifier_activation,
-        dropout_rate=dropout_rate,
-        default_size=224,
-        min_size=32,
-    )
+    return _common.build(app, architecture=architecture, body=body, dropout_rate=dropout_rate)
 
 
 def MobileNetV2(
@@ -178,10 +163,10 @@ def MobileNetV2(
         alpha: Width multiplier.
         dropout_rate: Dropout before the classifier (0.2, App. F.3).
     """
+    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
+                                  classes, classifier_activation, name)  # fmt: skip
     return _mobilenet_v2(
-        architecture="mobilenet_v2", lambda_blocks=(), alpha=alpha, include_top=include_top,
-        weights=weights, input_tensor=input_tensor, input_shape=input_shape, pooling=pooling,
-        classes=classes, classifier_activation=classifier_activation, name=name,
+        app, architecture="mobilenet_v2", lambda_blocks=(), alpha=alpha,
         dropout_rate=dropout_rate, key_dim=32, num_heads=4, scope_size=5, implementation="auto",
     )  # fmt: skip
 
@@ -216,11 +201,10 @@ def LambdaMobileNetV2(
         key_dim, num_heads, scope_size, implementation: The lambda convolution (paper: 32, 4,
             5x5).
     """
+    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
+                                  classes, classifier_activation, name)  # fmt: skip
     return _mobilenet_v2(
-        architecture="lambda_mobilenet_v2", lambda_blocks=tuple(lambda_blocks), alpha=alpha,
-        include_top=include_top, weights=weights, input_tensor=input_tensor,
-        input_shape=input_shape, pooling=pooling, classes=classes,
-        classifier_activation=classifier_activation, name=name, dropout_rate=dropout_rate,
-        key_dim=key_dim, num_heads=num_heads, scope_size=scope_size,
+        app, architecture="lambda_mobilenet_v2", lambda_blocks=tuple(lambda_blocks), alpha=alpha,
+        dropout_rate=dropout_rate, key_dim=key_dim, num_heads=num_heads, scope_size=scope_size,
         implementation=implementation,
     )  # fmt: skip

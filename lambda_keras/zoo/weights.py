@@ -40,8 +40,9 @@ class WeightsSpec:
         name: Registry name, passed as ``weights=name`` to a builder.
         url: Where the ``.weights.h5`` file is (``https://``, ``file://``, ...).
         sha256: SHA-256 of the file (hex).
-        architecture: Registry name of the model the weights belong to
-            (see :func:`lambda_keras.zoo.list_models`).
+        architecture: The architecture the builder checks: the registry name of the model
+            (see :func:`lambda_keras.zoo.list_models`), for ``ResNet50`` with its layout and
+            intra-depth (``"resnet50_ccll"``, ``"resnet50_llll_u4"``).
         input_size: Image side the weights were trained at.
         preprocessing: ``keras.applications.imagenet_utils.preprocess_input`` mode the weights
             expect: ``"torch"`` (ImageNet mean/std, default), ``"tf"`` or ``"caffe"``.
