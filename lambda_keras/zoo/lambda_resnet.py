@@ -23,6 +23,7 @@ from lambda_keras.zoo.resnet_blocks import (
     NormConfig,
     bottleneck,
     resnet_d_stem,
+    scaled,
 )
 
 __all__ = ["BLOCKS", "C4_LAMBDA_BLOCKS", "decode_predictions", "preprocess_input"]
@@ -73,8 +74,9 @@ def resnet_rs_body(
     stochastic_depth_rate: float,
     lambda_config: LambdaConfig,
     norm: NormConfig,
+    width_multiplier: float = 1.0,
 ):
-    """Image ``[b, h, w, 3]`` -> c5 features ``[b, h/32, w/32, 2048]`` (layer ``"features"``).
+    """Image ``[b, h, w, 3]`` -> c5 features ``[b, h/32, w/32, 2048 * width]`` (``"features"``).
 
     Args:
         lambda_blocks: per stage, the 1-indexed blocks whose 3x3 conv is a lambda layer.
@@ -85,8 +87,9 @@ def resnet_rs_body(
     """
 
     def body(x):
-        x = resnet_d_stem(x, norm)
-        for stage, (blocks, width) in enumerate(zip(BLOCKS[depth], WIDTHS, strict=True)):
+        x = resnet_d_stem(x, norm, width_multiplier=width_multiplier)
+        widths = [scaled(w, width_multiplier) for w in WIDTHS]
+        for stage, (blocks, width) in enumerate(zip(BLOCKS[depth], widths, strict=True)):
             for block in range(1, blocks + 1):
                 use_lambda = block in lambda_blocks[stage]
                 last = stage == 3 and block == blocks
@@ -117,8 +120,17 @@ def _build(
     dropout_rate: float | None,
     stochastic_depth_rate: float | None,
     lambda_config: LambdaConfig,
+    width_multiplier: float = 1.0,
 ) -> keras.Model:
     """``variant``: ``"lambda"`` (Table 19), ``"c4"`` (all of c4 and c5) or ``"resnet_rs"``."""
+    if (
+        isinstance(width_multiplier, bool)
+        or not isinstance(width_multiplier, (int, float))
+        or (width_multiplier <= 0)
+    ):
+        raise ValueError(
+            f"`width_multiplier` must be a positive number; received {width_multiplier!r}."
+        )
     blocks = BLOCKS[depth]
     if variant == "resnet_rs":
         lambda_blocks = ((), (), (), ())
@@ -140,6 +152,7 @@ def _build(
         default_drop_path if stochastic_depth_rate is None else stochastic_depth_rate,
         lambda_config,
         NormConfig(),
+        width_multiplier,
     )
     return _common.build(
         app,
@@ -161,13 +174,15 @@ _DOC = """Instantiates the {title} architecture ({source}).
         input_tensor: Optional Keras tensor to use as the image input.
         input_shape: ``(height, width, 3)``, at least 32x32; default ``(224, 224, 3)``.
         pooling: With ``include_top=False``: ``None`` (the c5 feature map
-            ``[batch, h/32, w/32, 2048]``), ``"avg"`` or ``"max"``.
+            ``[batch, h/32, w/32, 2048 * width_multiplier]``), ``"avg"`` or ``"max"``.
         classes: Number of classes of the classifier.
         classifier_activation: Activation of the classifier (``None`` for logits).
         name: Model name.
         dropout_rate: Dropout before the classifier; default from paper Table 20 ({dropout}).
         stochastic_depth_rate: Stochastic depth rate of the last stage; default from Table 20
-            ({drop_path}).{extra}
+            ({drop_path}).
+        width_multiplier: Scales every stage's channels (rounded to multiples of 8), e.g.
+            0.25 for quick experiments on small data; 1.0 is the paper's model.{extra}
 
     Returns:
         A ``keras.Model``.
@@ -211,6 +226,7 @@ def _make_lambda_builder(depth: int, c4: bool):
         scope_size: int | None = 23,
         implementation: str = "auto",
         se_in_lambda_stages: bool = False,
+        width_multiplier: float = 1.0,
     ) -> keras.Model:
         app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
                                       classes, classifier_activation, name)  # fmt: skip
@@ -224,6 +240,7 @@ def _make_lambda_builder(depth: int, c4: bool):
             dropout_rate=dropout_rate,
             stochastic_depth_rate=stochastic_depth_rate,
             lambda_config=lambda_config,
+            width_multiplier=width_multiplier,
         )
 
     suffix = "C4" if c4 else ""
@@ -247,6 +264,7 @@ def _make_resnet_rs_builder(depth: int):
         se: bool = True,
         dropout_rate: float | None = None,
         stochastic_depth_rate: float | None = None,
+        width_multiplier: float = 1.0,
     ) -> keras.Model:
         if not isinstance(se, bool):
             raise ValueError(f"`se` must be True or False; received se={se!r}.")
@@ -262,6 +280,7 @@ def _make_resnet_rs_builder(depth: int):
             dropout_rate=dropout_rate,
             stochastic_depth_rate=stochastic_depth_rate,
             lambda_config=LambdaConfig(),
+            width_multiplier=width_multiplier,
         )
 
     return _finish(

@@ -90,13 +90,19 @@ def conv_bn_relu(x, filters, kernel_size, strides, norm: NormConfig, name: str):
     return keras.layers.ReLU(name=f"{name}_relu")(x)
 
 
-def resnet_d_stem(x, norm: NormConfig, name: str = "stem"):
+def resnet_d_stem(x, norm: NormConfig, name: str = "stem", width_multiplier: float = 1.0):
     """ResNet-D stem with the max-pool replaced by a strided 3x3 conv (ResNet-RS, App. F.2):
-    3x3/2 (32), 3x3 (32), 3x3 (64), 3x3/2 (64)."""
-    x = conv_bn_relu(x, 32, 3, 2, norm, f"{name}_1")
-    x = conv_bn_relu(x, 32, 3, 1, norm, f"{name}_2")
-    x = conv_bn_relu(x, 64, 3, 1, norm, f"{name}_3")
-    return conv_bn_relu(x, 64, 3, 2, norm, f"{name}_4")
+    3x3/2 (32), 3x3 (32), 3x3 (64), 3x3/2 (64), channels scaled by ``width_multiplier``."""
+    narrow, wide = scaled(32, width_multiplier), scaled(64, width_multiplier)
+    x = conv_bn_relu(x, narrow, 3, 2, norm, f"{name}_1")
+    x = conv_bn_relu(x, narrow, 3, 1, norm, f"{name}_2")
+    x = conv_bn_relu(x, wide, 3, 1, norm, f"{name}_3")
+    return conv_bn_relu(x, wide, 3, 2, norm, f"{name}_4")
+
+
+def scaled(channels: int, width_multiplier: float) -> int:
+    """``channels * width_multiplier`` rounded to a multiple of 8 (at least 8)."""
+    return max(8, int(round(channels * width_multiplier / 8)) * 8)
 
 
 def classic_stem(x, norm: NormConfig, name: str = "stem"):

@@ -173,3 +173,13 @@ def test_argument_errors(kwargs, error, match):
 def test_se_must_be_a_bool():
     with pytest.raises(ValueError, match="se"):
         zoo.ResNetRS50(se="yes")
+
+
+def test_width_multiplier_scales_the_stages():
+    model = zoo.LambdaResNet50C4(input_shape=SMALL, include_top=False, width_multiplier=0.25)
+    assert model.output.shape == (None, 2, 2, 512)
+    assert model.get_layer("stem_1_conv").filters == 8
+    assert model.get_layer("c5_block1_2_lambda").output.shape[-1] == 128
+    assert model.count_params() < zoo.LambdaResNet50C4(input_shape=SMALL).count_params() / 10
+    with pytest.raises(ValueError, match="width_multiplier"):
+        zoo.ResNetRS50(width_multiplier=0)

@@ -1,0 +1,272 @@
+"""Input pipelines: image classification sources and ImageNet-style preprocessing in ``tf.data``.
+
+Sources yield ``(image uint8 [h, w, 3], label int32)`` pairs:
+
+* :func:`digits_source` — scikit-learn's 1,797 real 8x8 handwritten digits (shipped inside the
+  scikit-learn wheel: no download), upsampled so the models' /32 downsampling fits;
+* :func:`folder_source` — ``root/<class>/*.jpg|png`` (class names sorted);
+* :func:`tfds_source` — any TFDS image-classification builder by name, with ``data_dir`` and
+  ``manual_dir`` (ImageNet needs its archives in ``manual_dir``).
+
+:func:`make_dataset` turns a source into batches for ``model.fit``: random-resized crop and flip
+(training) or centre crop (evaluation), optional RandAugment, ImageNet normalisation, one-hot
+labels, optional MixUp/CutMix, batching by the global batch size, ``AUTOTUNE`` parallelism and
+prefetch. Every augmentation runs in ``tf.data``, never in the model (TPUs cannot compile it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+__all__ = [
+    "Source",
+    "digits_source",
+    "folder_source",
+    "make_dataset",
+    "randaugment_factor",
+    "tfds_source",
+]
+
+AUTOTUNE = tf.data.AUTOTUNE
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], "float32") * 255.0
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], "float32") * 255.0
+IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
+
+
+@dataclasses.dataclass
+class Source:
+    """A split of an image classification data set.
+
+    Attributes:
+        dataset: ``tf.data.Dataset`` of ``(image uint8 [h, w, 3], label int32)``.
+        num_examples: Number of examples.
+        class_names: Names of the classes, index = label.
+    """
+
+    dataset: tf.data.Dataset
+    num_examples: int
+    class_names: list[str]
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.class_names)
+
+
+def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
+    """scikit-learn's digits: ``split`` ``"train"`` (80%) or ``"test"`` (20%), fixed shuffle.
+
+    The 8x8 images (values 0..16) are scaled to 0..255, upsampled to ``image_size`` (nearest
+    neighbour) and repeated over 3 channels.
+    """
+    if split not in ("train", "test"):
+        raise ValueError(f"`split` must be 'train' or 'test'; received split={split!r}.")
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "The digits data set needs scikit-learn: pip install scikit-learn"
+        ) from err
+    digits = load_digits()
+    images = np.round(digits.images * (255.0 / 16.0)).astype("uint8")
+    order = np.random.default_rng(seed).permutation(len(images))
+    cut = int(0.8 * len(images))
+    index = order[:cut] if split == "train" else order[cut:]
+    images = tf.image.resize(images[index][..., None], (image_size, image_size), "nearest")
+    images = tf.cast(tf.tile(images, [1, 1, 1, 3]), tf.uint8)
+    labels = digits.target[index].astype("int32")
+    dataset = tf.data.Dataset.from_tensor_slices((images, labels))
+    return Source(dataset, len(index), [str(d) for d in range(10)])
+
+
+def folder_source(root: str) -> Source:
+    """Images under ``root/<class name>/``; labels are the sorted class names' indices."""
+    if not os.path.isdir(root):
+        raise ValueError(f"The image folder {root!r} does not exist.")
+    class_names = sorted(d for d in os.listdir(root) if os.path.isdir(os.path.join(root, d)))
+    paths, labels = [], []
+    for label, name in enumerate(class_names):
+        for file in sorted(os.listdir(os.path.join(root, name))):
+            if file.lower().endswith(IMAGE_EXTENSIONS):
+                paths.append(os.path.join(root, name, file))
+                labels.append(label)
+    if not paths:
+        raise ValueError(
+            f"No images ({', '.join(IMAGE_EXTENSIONS)}) found in {root!r}: the layout is "
+            "root/<class name>/<image>."
+        )
+
+    def load(path, label):
+        image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+        return image, label
+
+    dataset = tf.data.Dataset.from_tensor_slices((paths, np.array(labels, "int32")))
+    return Source(dataset.map(load, num_parallel_calls=AUTOTUNE), len(paths), class_names)
+
+
+def tfds_source(
+    name: str, split: str, data_dir: str | None = None, manual_dir: str | None = None
+) -> Source:
+    """A TFDS image-classification split (``as_supervised``), prepared on first use."""
+    try:
+        import tensorflow_datasets as tfds
+    except ImportError as err:
+        raise ImportError(
+            f"Data set {name!r} comes from TensorFlow Datasets: pip install tensorflow-datasets"
+        ) from err
+    builder = tfds.builder(name, data_dir=data_dir)
+    builder.download_and_prepare(
+        download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+    )
+    label = builder.info.features["label"]
+    dataset = builder.as_dataset(split=split, as_supervised=True, shuffle_files=False)
+    dataset = dataset.map(lambda image, y: (_three_channels(image), tf.cast(y, tf.int32)))
+    return Source(dataset, builder.info.splits[split].num_examples, list(label.names))
+
+
+def _three_channels(image):
+    return tf.image.grayscale_to_rgb(image) if image.shape[-1] == 1 else image
+
+
+def randaugment_factor(magnitude: float) -> float:
+    """Keras ``RandAugment`` factor for a paper magnitude on RandAugment's 0..30 scale."""
+    return float(np.clip(magnitude / 30.0, 0.0, 1.0))
+
+
+def random_resized_crop(image, size: int, seed, scale=(0.08, 1.0), ratio=(3 / 4, 4 / 3)):
+    """Inception-style crop: a random area fraction ``scale`` and aspect ``ratio``, resized."""
+    begin, extent, _ = tf.image.stateless_sample_distorted_bounding_box(
+        tf.shape(image),
+        bounding_boxes=tf.constant([[[0.0, 0.0, 1.0, 1.0]]]),
+        seed=seed,
+        min_object_covered=0.0,
+        aspect_ratio_range=ratio,
+        area_range=scale,
+        max_attempts=10,
+        use_image_if_no_bounding_boxes=True,
+    )
+    crop = tf.slice(image, begin, extent)
+    crop.set_shape([None, None, image.shape[-1]])
+    return tf.image.resize(crop, (size, size), method="bicubic", antialias=True)
+
+
+def center_crop(image, size: int, crop_fraction: float):
+    """Resize the shorter side to ``size / crop_fraction``, then take the central square."""
+    shape = tf.cast(tf.shape(image)[:2], tf.float32)
+    scale = size / crop_fraction / tf.reduce_min(shape)
+    resized = tf.image.resize(
+        image, tf.cast(tf.round(shape * scale), tf.int32), method="bicubic", antialias=True
+    )
+    return tf.image.resize_with_crop_or_pad(resized, size, size)
+
+
+def make_dataset(
+    source: Source,
+    *,
+    training: bool,
+    image_size: int,
+    global_batch_size: int,
+    seed: int = 0,
+    crop_fraction: float = 0.875,
+    randaugment_magnitude: float | None = None,
+    mixup_alpha: float = 0.0,
+    cutmix_alpha: float = 0.0,
+    shuffle_buffer: int = 10_000,
+    deterministic: bool = False,
+    repeat: bool = False,
+) -> tf.data.Dataset:
+    """Batches of ``(images float32 [b, s, s, 3] ImageNet-normalised, one-hot labels [b, c])``.
+
+    Training: shuffle, random-resized crop, horizontal flip, RandAugment (magnitude on the 0..30
+    scale, 2 ops), then per batch MixUp or CutMix when their alpha is > 0. Evaluation: centre
+    crop with ``crop_fraction``. Training batches drop the remainder so every replica gets the
+    same per-replica batch; ``global_batch_size`` = per-replica batch x replicas.
+    """
+    if global_batch_size < 1:
+        raise ValueError(f"`global_batch_size` must be positive; received {global_batch_size}.")
+    if not 0 < crop_fraction <= 1:
+        raise ValueError(f"`crop_fraction` must be in (0, 1]; received {crop_fraction}.")
+    num_classes = source.num_classes
+    dataset = source.dataset
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    dataset = dataset.with_options(options)
+    if training:
+        dataset = dataset.shuffle(
+            min(shuffle_buffer, source.num_examples), seed=seed, reshuffle_each_iteration=True
+        )
+        if repeat:
+            dataset = dataset.repeat()
+        # One independent seed per example, derived from the dataset seed.
+        seeds = tf.data.Dataset.random(seed=seed).batch(2)
+        dataset = tf.data.Dataset.zip((dataset, seeds))
+        augment = None
+        if randaugment_magnitude:
+            augment = keras.layers.RandAugment(
+                value_range=(0, 255), num_ops=2, factor=randaugment_factor(randaugment_magnitude),
+                seed=seed,
+            )  # fmt: skip
+
+        def train_map(example, pair_seed):
+            image, label = example
+            image = tf.cast(image, tf.float32)
+            image = random_resized_crop(image, image_size, pair_seed)
+            image = tf.image.stateless_random_flip_left_right(image, pair_seed + 1)
+            return tf.clip_by_value(image, 0.0, 255.0), label
+
+        dataset = dataset.map(train_map, num_parallel_calls=AUTOTUNE)
+        if augment is not None:
+            # Keras' RandAugment draws from a stateful seed generator: in parallel calls the
+            # draws' order varies, so deterministic pipelines apply it sequentially.
+            dataset = dataset.map(
+                lambda image, label: (augment(image), label),
+                num_parallel_calls=None if deterministic else AUTOTUNE,
+            )
+    else:
+
+        def eval_map(image, label):
+            image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
+            return tf.clip_by_value(image, 0.0, 255.0), label
+
+        dataset = dataset.map(eval_map, num_parallel_calls=AUTOTUNE)
+
+    def finish(image, label):
+        image = (image - IMAGENET_MEAN) / IMAGENET_STD
+        return tf.ensure_shape(image, (image_size, image_size, 3)), tf.one_hot(label, num_classes)
+
+    dataset = dataset.map(finish, num_parallel_calls=AUTOTUNE)
+    dataset = dataset.batch(global_batch_size, drop_remainder=training)
+    if training and (mixup_alpha > 0 or cutmix_alpha > 0):
+        coins = tf.data.Dataset.random(seed=seed + 1)
+        dataset = tf.data.Dataset.zip((dataset, coins)).map(
+            _batch_mixer(mixup_alpha, cutmix_alpha, seed), num_parallel_calls=AUTOTUNE
+        )
+    return dataset.prefetch(AUTOTUNE)
+
+
+def _batch_mixer(mixup_alpha: float, cutmix_alpha: float, seed: int):
+    """MixUp and/or CutMix on whole batches (Keras layers; half the batches each when both)."""
+    mixup = keras.layers.MixUp(alpha=mixup_alpha, seed=seed) if mixup_alpha > 0 else None
+    cutmix = keras.layers.CutMix(factor=cutmix_alpha, seed=seed) if cutmix_alpha > 0 else None
+
+    def apply(layer, images, labels):
+        out = layer({"images": images, "labels": labels})
+        return out["images"], out["labels"]
+
+    def mix(batch, coin):
+        images, labels = batch
+        if mixup is None:
+            return apply(cutmix, images, labels)
+        if cutmix is None:
+            return apply(mixup, images, labels)
+        return tf.cond(
+            coin % 2 == 0,
+            lambda: apply(mixup, images, labels),
+            lambda: apply(cutmix, images, labels),
+        )
+
+    return mix
