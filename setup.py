@@ -25,7 +25,9 @@ setup(
         "tpu": ["tensorflow-tpu>=2.20,<2.22"],
         "tf": ["tensorflow>=2.20,<2.22"],
         "demo": ["scikit-learn>=1.3"],
-        "test": ["pytest>=8", "ruff>=0.6", "scikit-learn>=1.3"],
+        "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
+        "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
+        "test": ["pytest>=8", "ruff>=0.6", "scikit-learn>=1.3", "tensorboard>=2.20"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -16,7 +16,7 @@ def blocks(language):
 def test_readme_starts_with_the_two_commands():
     first_two = blocks("bash")[:2]
     assert README.index("```bash") < 20
-    assert "lambda_keras.demo" in first_two[0]
+    assert "training/train.py" in first_two[0]
     assert "pytest" in first_two[1]
 
 

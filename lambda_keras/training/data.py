@@ -164,6 +164,18 @@ def center_crop(image, size: int, crop_fraction: float):
     return tf.image.resize_with_crop_or_pad(resized, size, size)
 
 
+def eval_image(image, image_size: int, crop_fraction: float = 0.875):
+    """Evaluation preprocessing of one image (before normalisation): centre crop, float32 in
+    ``[0, 255]``. The serving graph applies exactly this."""
+    image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
+    return tf.clip_by_value(image, 0.0, 255.0)
+
+
+def normalize(images):
+    """ImageNet mean/std normalisation of ``[0, 255]`` images."""
+    return (images - IMAGENET_MEAN) / IMAGENET_STD
+
+
 def make_dataset(
     source: Source,
     *,
@@ -172,6 +184,8 @@ def make_dataset(
     global_batch_size: int,
     seed: int = 0,
     crop_fraction: float = 0.875,
+    crop_scale: tuple[float, float] = (0.08, 1.0),
+    horizontal_flip: bool = True,
     randaugment_magnitude: float | None = None,
     mixup_alpha: float = 0.0,
     cutmix_alpha: float = 0.0,
@@ -181,7 +195,8 @@ def make_dataset(
 ) -> tf.data.Dataset:
     """Batches of ``(images float32 [b, s, s, 3] ImageNet-normalised, one-hot labels [b, c])``.
 
-    Training: shuffle, random-resized crop, horizontal flip, RandAugment (magnitude on the 0..30
+    Training: shuffle, random-resized crop (area fraction ``crop_scale``, aspect 3/4..4/3),
+    horizontal flip, RandAugment (magnitude on the 0..30
     scale, 2 ops), then per batch MixUp or CutMix when their alpha is > 0. Evaluation: centre
     crop with ``crop_fraction``. Training batches drop the remainder so every replica gets the
     same per-replica batch; ``global_batch_size`` = per-replica batch x replicas.
@@ -214,8 +229,9 @@ def make_dataset(
         def train_map(example, pair_seed):
             image, label = example
             image = tf.cast(image, tf.float32)
-            image = random_resized_crop(image, image_size, pair_seed)
-            image = tf.image.stateless_random_flip_left_right(image, pair_seed + 1)
+            image = random_resized_crop(image, image_size, pair_seed, scale=crop_scale)
+            if horizontal_flip:
+                image = tf.image.stateless_random_flip_left_right(image, pair_seed + 1)
             return tf.clip_by_value(image, 0.0, 255.0), label
 
         dataset = dataset.map(train_map, num_parallel_calls=AUTOTUNE)
@@ -229,13 +245,12 @@ def make_dataset(
     else:
 
         def eval_map(image, label):
-            image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
-            return tf.clip_by_value(image, 0.0, 255.0), label
+            return eval_image(image, image_size, crop_fraction), label
 
         dataset = dataset.map(eval_map, num_parallel_calls=AUTOTUNE)
 
     def finish(image, label):
-        image = (image - IMAGENET_MEAN) / IMAGENET_STD
+        image = normalize(image)
         return tf.ensure_shape(image, (image_size, image_size, 3)), tf.one_hot(label, num_classes)
 
     dataset = dataset.map(finish, num_parallel_calls=AUTOTUNE)

@@ -74,3 +74,51 @@ def test_mirrored_trains_a_lambda_model_on_two_logical_cpus():
     assert "replicas 2" in result.stdout
     losses = [float(v) for v in result.stdout.split("losses")[1].split()]
     assert len(losses) == 2 and all(0 < v < 10 for v in losses)
+
+
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_multi_worker_two_processes_reach_the_single_worker_weights(tmp_path):
+    import json
+
+    import numpy as np
+
+    job = Path(__file__).with_name("multi_worker_job.py")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("TF_CONFIG", None)
+    single = subprocess.run(
+        [sys.executable, str(job), str(tmp_path / "single.npy")], capture_output=True, text=True,
+        timeout=300, env=env,
+    )  # fmt: skip
+    assert single.returncode == 0, single.stderr[-3000:]
+    workers = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+    procs = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        procs.append(subprocess.Popen(
+            [sys.executable, str(job), str(tmp_path / "multi")],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**env, "TF_CONFIG": json.dumps(config)},
+        ))  # fmt: skip
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=300)
+            assert proc.returncode == 0, err[-3000:]
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert all("replicas 2" in out for out in outputs)
+    expected = np.load(tmp_path / "single.npy")
+    for index in range(2):
+        got = np.load(tmp_path / f"multi.{index}.npy")
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(expected, 0)

@@ -1,0 +1,55 @@
+"""Top-1 / top-5 accuracy of a ``.keras`` model or a serving SavedModel on a data split."""
+
+from __future__ import annotations
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from lambda_keras.training import data
+
+__all__ = ["evaluate"]
+
+
+def evaluate(
+    model_path: str, source: data.Source, image_size: int, batch_size: int = 64,
+    crop_fraction: float = 0.875,
+) -> dict:  # fmt: skip
+    """Accuracy of the model at ``model_path`` on ``source``.
+
+    A ``.keras`` file is evaluated on the evaluation pipeline (centre crop, ImageNet
+    normalisation); a SavedModel directory written by ``export_for_serving`` through its
+    ``serve_images`` signature, one image at a time (its graph does the preprocessing).
+    """
+    if model_path.endswith(".keras"):
+        if not os.path.exists(model_path):
+            raise ValueError(f"The model file {model_path!r} does not exist.")
+        model = keras.saving.load_model(model_path)
+        dataset = data.make_dataset(
+            source, training=False, image_size=image_size, global_batch_size=batch_size,
+            crop_fraction=crop_fraction,
+        )  # fmt: skip
+        scores, labels = [], []
+        for images, onehot in dataset:
+            scores.append(np.asarray(model(images, training=False), "float32"))
+            labels.append(onehot.numpy().argmax(axis=-1))
+    elif os.path.isdir(model_path) and os.path.exists(os.path.join(model_path, "saved_model.pb")):
+        serve = tf.saved_model.load(model_path).signatures["serve_images"]
+        scores, labels = [], []
+        for image, label in source.dataset:
+            scores.append(serve(images=image[None])["probabilities"].numpy())
+            labels.append([int(label)])
+    else:
+        raise ValueError(
+            f"--model_path must be a .keras file or a SavedModel directory; received "
+            f"{model_path!r}."
+        )
+    scores, labels = np.concatenate(scores), np.concatenate(labels)
+    top5 = np.argsort(-scores, axis=-1)[:, :5]
+    return {
+        "examples": int(len(labels)),
+        "top1": float(np.mean(top5[:, 0] == labels)),
+        "top5": float(np.mean((top5 == labels[:, None]).any(axis=-1))),
+    }

@@ -1,0 +1,53 @@
+"""SavedModel export for serving: uint8 images of any size, or encoded JPEG/PNG bytes.
+
+The resize, centre crop and ImageNet normalisation of evaluation run inside the graph, so a
+client sends raw pixels or files. Signatures:
+
+* ``serving_default`` / ``serve_images``: ``images`` uint8 ``[batch, height, width, 3]``;
+* ``serve_bytes``: ``image_bytes`` string ``[batch]`` (JPEG, PNG, BMP or GIF files).
+
+Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batch]``.
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+from lambda_keras.training.data import eval_image, normalize
+
+__all__ = ["export_for_serving"]
+
+
+def export_for_serving(
+    model: keras.Model, path: str, image_size: int, crop_fraction: float = 0.875
+) -> str:
+    """Write ``model`` with the two serving signatures to ``path``; returns ``path``."""
+
+    def classify(images):
+        images = normalize(images)
+        probabilities = tf.cast(model(images, training=False), tf.float32)
+        return {"probabilities": probabilities, "classes": tf.argmax(probabilities, axis=-1)}
+
+    def prepare(image):
+        image = eval_image(image, image_size, crop_fraction)
+        return tf.ensure_shape(image, (image_size, image_size, 3))
+
+    def serve_images(images):
+        return classify(tf.map_fn(prepare, images, fn_output_signature=tf.float32))
+
+    def serve_bytes(image_bytes):
+        def decode(data):
+            return prepare(tf.io.decode_image(data, channels=3, expand_animations=False))
+
+        return classify(tf.map_fn(decode, image_bytes, fn_output_signature=tf.float32))
+
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    images_spec = tf.TensorSpec([None, None, None, 3], tf.uint8, name="images")
+    bytes_spec = tf.TensorSpec([None], tf.string, name="image_bytes")
+    archive.add_endpoint("serve_images", serve_images, input_signature=[images_spec])
+    archive.add_endpoint("serve_bytes", serve_bytes, input_signature=[bytes_spec])
+    archive.add_endpoint("serving_default", serve_images, input_signature=[images_spec])
+    archive.write_out(path, verbose=False)
+    return path

@@ -1,0 +1,196 @@
+"""One training run: data, model, recipe, strategy, fault-tolerant ``fit``, evaluation, export.
+
+``training/train.py`` maps its absl flags onto :class:`TrainConfig` and calls :func:`train`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import math
+import os
+import re
+import time
+
+import keras
+
+from lambda_keras import zoo
+from lambda_keras.training import data, recipes
+from lambda_keras.training.distribute import make_strategy
+from lambda_keras.training.serving import export_for_serving
+
+__all__ = ["TrainConfig", "load_source", "train"]
+
+MIXED_PRECISION = {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    """Everything a run needs; defaults are the README's digits demo."""
+
+    model: str = "lambda_resnet50"
+    dataset: str = "digits"
+    data_dir: str | None = None
+    manual_dir: str | None = None
+    train_split: str = "train"
+    eval_split: str = "test"
+    recipe: str = "90ep"
+    image_size: int = 32
+    crop_min_area: float = 0.25
+    horizontal_flip: bool | None = None  # None: all data sets but the digits (not symmetric)
+    batch_size: int = 64
+    epochs: int | None = 30
+    warmup_epochs: int | None = None
+    learning_rate: float | None = None
+    width_multiplier: float | None = 0.25
+    strategy: str = "auto"
+    tpu: str | None = None
+    model_dir: str = "runs/digits"
+    mixed_precision: str = "none"
+    seed: int = 0
+    export: bool = True
+    verbose: int = 2
+
+
+def load_source(dataset: str, split: str, config: TrainConfig) -> data.Source:
+    """``digits``, ``folder:<root>`` (``<root>/<split>/<class>/...``) or a TFDS name."""
+    if dataset == "digits":
+        return data.digits_source(split, image_size=config.image_size, seed=config.seed)
+    if dataset.startswith("folder:"):
+        return data.folder_source(os.path.join(dataset.removeprefix("folder:"), split))
+    return data.tfds_source(dataset, split, config.data_dir, config.manual_dir)
+
+
+def _check(config: TrainConfig):
+    if config.recipe not in recipes.RECIPES:
+        raise ValueError(
+            f"--recipe must be one of {sorted(recipes.RECIPES)}; received {config.recipe!r}."
+        )
+    if config.mixed_precision not in MIXED_PRECISION:
+        raise ValueError(
+            f"--mixed_precision must be one of {sorted(MIXED_PRECISION)}; received "
+            f"{config.mixed_precision!r}."
+        )
+    zoo.model_builder(config.model)  # unknown names fail here, with suggestions
+    if config.strategy == "multi_worker":
+        raise ValueError(
+            "--strategy=multi_worker: Keras 3's model.fit fails under "
+            "MultiWorkerMirroredStrategy (keras-team/keras#20585, 'Attempt to convert a value "
+            "(PerReplica)'); the strategy itself works with a custom strategy.run loop "
+            "(tests/training/multi_worker_job.py). Use --strategy=mirrored on one host."
+        )
+    for name in ("image_size", "batch_size"):
+        if getattr(config, name) < 1:
+            raise ValueError(f"--{name} must be positive; received {getattr(config, name)}.")
+
+
+def _depth(model_name: str) -> int:
+    """The ResNet depth in a registry name (``lambda_resnet101_c4`` -> 101)."""
+    match = re.search(r"resnet(?:_rs)?(\d+)", model_name)
+    return int(match[1]) if match else 50
+
+
+def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -> keras.Model:
+    kwargs = {"input_shape": (config.image_size, config.image_size, 3), "classes": num_classes}
+    builder = zoo.model_builder(config.model)
+    resnet_rs_family = config.model.startswith(("lambda_resnet", "resnet_rs"))
+    if config.width_multiplier is not None and resnet_rs_family:
+        kwargs["width_multiplier"] = config.width_multiplier
+    if recipe.randaugment and resnet_rs_family:
+        _, dropout, drop_path = recipes.table20(_depth(config.model), config.image_size)
+        kwargs.update(dropout_rate=dropout, stochastic_depth_rate=drop_path)
+    return builder(**kwargs)
+
+
+def train(config: TrainConfig) -> dict:
+    """Train, evaluate and export; returns the evaluation metrics and output paths.
+
+    A run killed at any point and started again with the same ``model_dir`` resumes from its
+    last end-of-epoch backup (``keras.callbacks.BackupAndRestore``) and ends at the same step.
+    """
+    _check(config)
+    keras.utils.set_random_seed(config.seed)
+    keras.config.set_dtype_policy(MIXED_PRECISION[config.mixed_precision])
+    strategy = make_strategy(config.strategy, config.tpu)
+    recipe = recipes.RECIPES[config.recipe]
+    if config.warmup_epochs is not None:
+        recipe = dataclasses.replace(recipe, warmup_epochs=config.warmup_epochs)
+    if config.learning_rate is not None:
+        recipe = dataclasses.replace(recipe, base_learning_rate=config.learning_rate)
+    epochs = config.epochs or recipe.epochs
+
+    train_source = load_source(config.dataset, config.train_split, config)
+    eval_source = load_source(config.dataset, config.eval_split, config)
+    magnitude = None
+    if recipe.randaugment:
+        magnitude = recipes.table20(_depth(config.model), config.image_size)[0]
+    train_ds = data.make_dataset(
+        train_source, training=True, image_size=config.image_size,
+        global_batch_size=config.batch_size, seed=config.seed, repeat=True,
+        randaugment_magnitude=magnitude, crop_scale=(config.crop_min_area, 1.0),
+        horizontal_flip=config.dataset != "digits" if config.horizontal_flip is None
+        else config.horizontal_flip,
+    )  # fmt: skip
+    eval_ds = data.make_dataset(
+        eval_source, training=False, image_size=config.image_size,
+        global_batch_size=config.batch_size,
+    )  # fmt: skip
+    steps_per_epoch = max(1, train_source.num_examples // config.batch_size)
+    total_steps = steps_per_epoch * epochs
+
+    with strategy.scope():
+        model = build_model(config, train_source.num_classes, recipe)
+        recipe.prepare(model, total_steps)
+        model.compile(
+            optimizer=recipe.optimizer(config.batch_size, steps_per_epoch, epochs),
+            loss=recipe.loss(),
+            metrics=[
+                keras.metrics.CategoricalAccuracy(name="top1"),
+                keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
+            ],
+        )
+    os.makedirs(config.model_dir, exist_ok=True)
+    print(
+        f"{config.model}: {model.count_params():,} parameters; {train_source.num_examples} "
+        f"training images, {steps_per_epoch} steps x {epochs} epochs on "
+        f"{strategy.num_replicas_in_sync} replica(s)"
+    )
+    print(recipes.describe(recipe, config.batch_size, total_steps))
+    callbacks = [
+        keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, "backup")),
+        keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
+    ]
+    if importlib.util.find_spec("tensorboard") is not None:
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(config.model_dir, "tensorboard")))
+    else:
+        print("TensorBoard logs skipped: pip install tensorboard (or lambda-keras[train])")
+    start = time.perf_counter()
+    model.fit(
+        train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+        verbose=config.verbose,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    metrics = model.evaluate(eval_ds, return_dict=True, verbose=0)
+    result = {
+        "top1": float(metrics["top1"]),
+        "top5": float(metrics["top5"]),
+        "train_seconds": seconds,
+        "steps": int(model.optimizer.iterations.numpy()),
+    }
+    if config.export:
+        keras_path = os.path.join(config.model_dir, "model.keras")
+        model.save(keras_path)
+        result["keras"] = keras_path
+        result["saved_model"] = export_for_serving(
+            model, os.path.join(config.model_dir, "saved_model"), config.image_size
+        )
+        with open(os.path.join(config.model_dir, "class_names.json"), "w") as f:
+            json.dump(train_source.class_names, f)
+    print(
+        f"{config.eval_split} top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f} "
+        f"({math.ceil(seconds)} s of training, {result['steps']} steps)"
+    )
+    if config.export:
+        print(f"exported {result['keras']} and SavedModel {result['saved_model']}")
+    return result

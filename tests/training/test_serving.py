@@ -1,0 +1,79 @@
+"""The serving SavedModel, loaded in a fresh process that imports only TensorFlow."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import sklearn
+
+from lambda_keras import zoo
+from lambda_keras.training.serving import export_for_serving
+
+CHINA = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"  # a real photo
+
+
+def test_both_signatures_classify_a_real_photo_in_a_fresh_process(tmp_path):
+    model = zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
+    export_for_serving(model, str(tmp_path / "serving"), image_size=64)
+    script = textwrap.dedent(
+        f"""
+        import json, sys
+        import tensorflow as tf
+        served = tf.saved_model.load({str(tmp_path / "serving")!r})
+        data = tf.io.read_file({str(CHINA)!r})
+        pixels = tf.io.decode_jpeg(data)[None]
+        by_pixels = served.signatures["serve_images"](images=pixels)
+        by_bytes = served.signatures["serve_bytes"](image_bytes=tf.stack([data]))
+        default = served.signatures["serving_default"](images=pixels)
+        errors = []
+        for bad in (tf.cast(pixels, tf.float32), pixels[0]):
+            try:
+                served.signatures["serve_images"](images=bad)
+            except (TypeError, ValueError, tf.errors.InvalidArgumentError) as err:
+                errors.append(str(err))
+        print(json.dumps({{
+            "modules": sorted(m for m in sys.modules if m.startswith("lambda_keras")),
+            "shape": list(pixels.shape),
+            "pixels": by_pixels["probabilities"].numpy().tolist(),
+            "bytes": by_bytes["probabilities"].numpy().tolist(),
+            "default": default["classes"].numpy().tolist(),
+            "errors": errors,
+        }}))
+        """
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": ""}
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["modules"] == []  # served with TensorFlow alone
+    assert out["shape"] == [1, 427, 640, 3]
+    by_pixels = np.array(out["pixels"])
+    assert by_pixels.shape == (1, 5)
+    np.testing.assert_allclose(by_pixels.sum(), 1.0, rtol=1e-5)
+    np.testing.assert_allclose(np.array(out["bytes"]), by_pixels, rtol=1e-5, atol=1e-6)
+    assert out["default"] == [int(by_pixels.argmax())]
+    assert len(out["errors"]) == 2 and "uint8" in out["errors"][0]
+
+
+def test_in_process_matches_the_model_on_the_centre_crop(tmp_path):
+    import tensorflow as tf
+
+    from lambda_keras.training.data import eval_image, normalize
+
+    model = zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
+    served = tf.saved_model.load(export_for_serving(model, str(tmp_path / "s"), image_size=64))
+    image = np.random.default_rng(0).integers(0, 255, (80, 100, 3), dtype=np.uint8)
+    expected = model(normalize(eval_image(tf.constant(image), 64, 0.875))[None]).numpy()
+    got = served.signatures["serve_images"](images=tf.constant(image[None]))["probabilities"]
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)

@@ -1,0 +1,104 @@
+"""Training runs: a short run in process, argument errors, and a run killed with SIGKILL."""
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from lambda_keras.training.evaluation import evaluate
+from lambda_keras.training.trainer import TrainConfig, load_source, train
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
+
+
+def epochs_logged(model_dir):
+    path = Path(model_dir) / "log.csv"
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [int(row["epoch"]) for row in csv.DictReader(f)]
+
+
+def test_short_run_trains_evaluates_and_exports(tmp_path):
+    result = train(TrainConfig(model_dir=str(tmp_path), epochs=2, **TINY))
+    assert result["steps"] == 2 * (1437 // 64)
+    assert 0.0 <= result["top1"] <= result["top5"] <= 1.0
+    assert epochs_logged(tmp_path) == [0, 1]
+    assert (Path(result["saved_model"]) / "saved_model.pb").exists()
+    assert (tmp_path / "class_names.json").read_text().startswith('["0"')
+    # eval.py's function: the .keras file and the SavedModel agree with the trainer.
+    source = load_source("digits", "test", TrainConfig())
+    by_keras = evaluate(result["keras"], source, image_size=32)
+    by_saved_model = evaluate(result["saved_model"], source, image_size=32)
+    assert by_keras["examples"] == by_saved_model["examples"] == 360
+    assert by_keras["top1"] == pytest.approx(result["top1"], abs=1e-6)
+    assert by_saved_model["top1"] == pytest.approx(result["top1"], abs=1e-6)
+    with pytest.raises(ValueError, match="model_path"):
+        evaluate(str(tmp_path), source, image_size=32)
+
+
+def test_eval_and_export_scripts(tmp_path):
+    result = train(TrainConfig(model_dir=str(tmp_path), epochs=1, export=False, **TINY))
+    assert "keras" not in result
+    keras_path = tmp_path / "m.keras"
+    from lambda_keras import zoo
+
+    zoo.LambdaResNet50(input_shape=(32, 32, 3), classes=10, width_multiplier=0.125).save(keras_path)
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    export = subprocess.run(
+        [sys.executable, str(ROOT / "training" / "export.py"), f"--model_path={keras_path}",
+         f"--export_dir={tmp_path / 'served'}"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert export.returncode == 0, export.stderr[-2000:]
+    evaluation = subprocess.run(
+        [sys.executable, str(ROOT / "training" / "eval.py"), f"--model_path={tmp_path / 'served'}"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert evaluation.returncode == 0, evaluation.stderr[-2000:]
+    assert "(360 images): top-1" in evaluation.stdout
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(recipe="10ep"), "--recipe"),
+        (dict(model="lambda_resnet_50"), "Unknown model"),
+        (dict(mixed_precision="int8"), "--mixed_precision"),
+        (dict(batch_size=0), "--batch_size"),
+        (dict(strategy="tpu"), "--tpu"),
+        (dict(strategy="multi_worker"), "keras-team/keras#20585"),
+    ],
+)
+def test_bad_arguments(tmp_path, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        train(TrainConfig(model_dir=str(tmp_path), **{**TINY, **kwargs}))
+
+
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    command = [
+        sys.executable, str(ROOT / "training" / "train.py"), f"--model_dir={tmp_path}",
+        "--epochs=4", "--width_multiplier=0.125", "--noexport",
+    ]  # fmt: skip
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    deadline = time.time() + 300
+    while not epochs_logged(tmp_path) and time.time() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    assert epochs_logged(tmp_path) == [0], "the first epoch never finished"
+    time.sleep(1.0)  # into the second epoch
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert first.returncode == -signal.SIGKILL
+    assert epochs_logged(tmp_path) == [0]
+
+    second = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert epochs_logged(tmp_path) == [0, 1, 2, 3]  # resumed at epoch 1, not from scratch
+    assert f"{4 * (1437 // 64)} steps" in second.stdout
