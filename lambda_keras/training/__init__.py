@@ -1,2 +1,3 @@
-"""Training support: input pipelines (:mod:`.data`) and distribution strategies
-(:mod:`.distribute`). The absl training scripts are being built on these."""
+"""Training support behind the absl scripts in ``training/``: input pipelines (:mod:`.data`),
+the paper's recipes (:mod:`.recipes`), distribution strategies (:mod:`.distribute`), one training
+run (:mod:`.trainer`), serving export (:mod:`.serving`) and evaluation (:mod:`.evaluation`)."""
