@@ -35,6 +35,8 @@ flags.DEFINE_float(
 flags.DEFINE_boolean(
     "horizontal_flip", None, "Random horizontal flips; default on for all but the digits."
 )
+flags.DEFINE_float("mixup_alpha", DEFAULTS.mixup_alpha, "MixUp alpha (0: off).")
+flags.DEFINE_float("cutmix_alpha", DEFAULTS.cutmix_alpha, "CutMix alpha (0: off).")
 flags.DEFINE_integer("batch_size", DEFAULTS.batch_size, "Global batch size (all replicas).")
 flags.DEFINE_integer("epochs", DEFAULTS.epochs, "Epochs; default the recipe's for ImageNet.")
 flags.DEFINE_integer("warmup_epochs", None, "Override the recipe's warm-up epochs.")

@@ -39,6 +39,8 @@ class TrainConfig:
     image_size: int = 32
     crop_min_area: float = 0.25
     horizontal_flip: bool | None = None  # None: all data sets but the digits (not symmetric)
+    mixup_alpha: float = 0.0
+    cutmix_alpha: float = 0.0
     batch_size: int = 64
     epochs: int | None = 30
     warmup_epochs: int | None = None
@@ -131,6 +133,7 @@ def train(config: TrainConfig) -> dict:
         randaugment_magnitude=magnitude, crop_scale=(config.crop_min_area, 1.0),
         horizontal_flip=config.dataset != "digits" if config.horizontal_flip is None
         else config.horizontal_flip,
+        mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha,
     )  # fmt: skip
     eval_ds = data.make_dataset(
         eval_source, training=False, image_size=config.image_size,
