@@ -443,7 +443,10 @@ class LambdaLayer(keras.layers.Layer):
 
         # Content lambdas: [b, 1, g, k, v] (shared by all queries) or [b, n, g, k, v] (masked).
         content = self._content_lambdas(keys, values, mask) if self.content else None
-        impl = self.resolve_implementation(static[1:-1]) if self.position else None
+        impl = None
+        if self.position:
+            impl = self.resolve_implementation(static[1:-1])
+            self._assert_global_range(spatial)
         if impl == "einsum":
             y = self._einsum_outputs(q, values, content, spatial, mask)
         else:
@@ -518,7 +521,6 @@ class LambdaLayer(keras.layers.Layer):
             ``[b, n, g, q, v]``.
         """
         embedding = self.position_embedding
-        self._assert_global_range(spatial)
         n = q.shape[1]
         per_row = (n or 1) * self.groups * self.key_dim * self.intra_depth
         chunk = n if n is None else max(1, min(n, EINSUM_CHUNK_ELEMENTS // per_row))
@@ -538,7 +540,6 @@ class LambdaLayer(keras.layers.Layer):
 
     def _conv_position_lambdas(self, values, spatial, impl):
         """Position lambdas with the lambda convolution: ``[b, n, g, k, v]``."""
-        self._assert_global_range(spatial)
         kernel = tf.cast(self.position_embedding.window(spatial), values.dtype)
         if self.causal:
             kernel = kernel * tf.constant(
