@@ -19,22 +19,18 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from lambda_keras.layers import LambdaLayer  # noqa: E402
+from lambda_keras.training.data import digits_split  # noqa: E402
 
 
 def load_digits_split(seed: int = 0):
     """scikit-learn's digits as ``[n, 8, 8, 1]`` float32 in [0, 1]: 80% train, 20% test."""
     try:
-        from sklearn.datasets import load_digits
+        splits = [digits_split(split, seed) for split in ("train", "test")]
     except ImportError as err:
         raise SystemExit(
             "The demo uses scikit-learn's digits: pip install 'lambda-keras[demo]'"
         ) from err
-    digits = load_digits()
-    x = (digits.images / 16.0).astype("float32")[..., None]
-    y = digits.target.astype("int32")
-    order = np.random.default_rng(seed).permutation(len(x))
-    split = int(0.8 * len(x))
-    return (x[order[:split]], y[order[:split]]), (x[order[split:]], y[order[split:]])
+    return tuple(((x / 16.0).astype("float32")[..., None], y) for x, y in splits)
 
 
 # Batch-norm momentum 0.9: with ~460 training steps, Keras' default 0.99 leaves the moving

@@ -57,11 +57,11 @@ class Source:
         return len(self.class_names)
 
 
-def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
-    """scikit-learn's digits: ``split`` ``"train"`` (80%) or ``"test"`` (20%), fixed shuffle.
+def digits_split(split: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's digits, ``split`` ``"train"`` (80%) or ``"test"`` (20%), fixed shuffle.
 
-    The 8x8 images (values 0..16) are scaled to 0..255, upsampled to ``image_size`` (nearest
-    neighbour) and repeated over 3 channels.
+    Returns:
+        ``images`` float64 ``[n, 8, 8]`` with values 0..16, ``labels`` int32 ``[n]``.
     """
     if split not in ("train", "test"):
         raise ValueError(f"`split` must be 'train' or 'test'; received split={split!r}.")
@@ -72,15 +72,21 @@ def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
             "The digits data set needs scikit-learn: pip install scikit-learn"
         ) from err
     digits = load_digits()
-    images = np.round(digits.images * (255.0 / 16.0)).astype("uint8")
-    order = np.random.default_rng(seed).permutation(len(images))
-    cut = int(0.8 * len(images))
+    order = np.random.default_rng(seed).permutation(len(digits.images))
+    cut = int(0.8 * len(order))
     index = order[:cut] if split == "train" else order[cut:]
-    images = tf.image.resize(images[index][..., None], (image_size, image_size), "nearest")
+    return digits.images[index], digits.target[index].astype("int32")
+
+
+def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
+    """:func:`digits_split` as a source: the 8x8 images (values 0..16) scaled to 0..255,
+    upsampled to ``image_size`` (nearest neighbour) and repeated over 3 channels."""
+    images, labels = digits_split(split, seed)
+    images = np.round(images * (255.0 / 16.0)).astype("uint8")
+    images = tf.image.resize(images[..., None], (image_size, image_size), "nearest")
     images = tf.cast(tf.tile(images, [1, 1, 1, 3]), tf.uint8)
-    labels = digits.target[index].astype("int32")
     dataset = tf.data.Dataset.from_tensor_slices((images, labels))
-    return Source(dataset, len(index), [str(d) for d in range(10)])
+    return Source(dataset, len(labels), [str(d) for d in range(10)])
 
 
 def folder_source(root: str) -> Source:
