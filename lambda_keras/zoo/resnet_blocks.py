@@ -12,8 +12,15 @@ import keras
 
 from lambda_keras.layers import LambdaLayer, StochasticDepth
 
-# He (fan-out) normal for convolutions, as in the reference ResNet implementations.
-CONV_INIT = keras.initializers.VarianceScaling(scale=2.0, mode="fan_out", distribution="normal")
+
+def conv_init() -> keras.initializers.Initializer:
+    """He (fan-out) normal for convolutions, as in the reference ResNet implementations.
+
+    A new initializer per layer: a Keras initializer draws its seed once, when it is created,
+    so one shared instance would give every kernel of a shape the same values (and, created at
+    import, values that ``keras.utils.set_random_seed`` does not fix).
+    """
+    return keras.initializers.VarianceScaling(scale=2.0, mode="fan_out", distribution="normal")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +86,7 @@ def conv(x, filters: int, kernel_size: int, strides: int = 1, name: str = ""):
         strides=strides,
         padding=padding,
         use_bias=False,
-        kernel_initializer=CONV_INIT,
+        kernel_initializer=conv_init(),
         name=name,
     )(x)
 
@@ -118,10 +125,10 @@ def squeeze_excitation(x, reduced: int, name: str):
     channels = x.shape[-1]
     s = keras.layers.GlobalAveragePooling2D(keepdims=True, name=f"{name}_squeeze")(x)
     s = keras.layers.Conv2D(
-        reduced, 1, activation="relu", kernel_initializer=CONV_INIT, name=f"{name}_reduce"
+        reduced, 1, activation="relu", kernel_initializer=conv_init(), name=f"{name}_reduce"
     )(s)
     s = keras.layers.Conv2D(
-        channels, 1, activation="sigmoid", kernel_initializer=CONV_INIT, name=f"{name}_expand"
+        channels, 1, activation="sigmoid", kernel_initializer=conv_init(), name=f"{name}_expand"
     )(s)
     return keras.layers.Multiply(name=f"{name}_excite")([x, s])
 

@@ -183,3 +183,18 @@ def test_width_multiplier_scales_the_stages():
     assert model.count_params() < zoo.LambdaResNet50C4(input_shape=SMALL).count_params() / 10
     with pytest.raises(ValueError, match="width_multiplier"):
         zoo.ResNetRS50(width_multiplier=0)
+
+
+def test_initialisation_is_per_layer_and_follows_the_seed():
+    def kernels(seed):
+        keras.utils.set_random_seed(seed)
+        model = zoo.ResNetRS50(input_shape=SMALL, classes=10, width_multiplier=0.25, weights=None)
+        return {v.path: v.numpy() for v in model.weights if v.path.endswith("conv/kernel")}
+
+    first, again, other = kernels(0), kernels(0), kernels(1)
+    # Same-shaped convolutions start from different values...
+    a, b = first["c2_block2_1_conv/kernel"], first["c2_block3_1_conv/kernel"]
+    assert a.shape == b.shape and not np.array_equal(a, b)
+    # ... that keras.utils.set_random_seed fixes.
+    assert all(np.array_equal(first[k], again[k]) for k in first)
+    assert not np.array_equal(first["stem_1_conv/kernel"], other["stem_1_conv/kernel"])
