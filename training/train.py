@@ -16,7 +16,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from absl import app, flags, logging  # noqa: E402
 
 from lambda_keras.training.distribute import STRATEGIES  # noqa: E402
-from lambda_keras.training.trainer import MIXED_PRECISION, TrainConfig, train  # noqa: E402
+from lambda_keras.training.trainer import LOOPS, MIXED_PRECISION, TrainConfig, train  # noqa: E402
 
 DEFAULTS = TrainConfig()
 flags.DEFINE_string("model", DEFAULTS.model, "Zoo registry name (zoo.list_models()).")
@@ -46,6 +46,20 @@ flags.DEFINE_float(
 )
 flags.DEFINE_enum("strategy", DEFAULTS.strategy, list(STRATEGIES), "Distribution strategy.")
 flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu ('local' on a TPU VM).")
+flags.DEFINE_enum(
+    "loop",
+    DEFAULTS.loop,
+    list(LOOPS),
+    "model.fit, or a strategy.run loop (custom); auto: custom for multi_worker.",
+)
+flags.DEFINE_boolean(
+    "sync_batch_norm",
+    DEFAULTS.sync_batch_norm,
+    "Batch-norm statistics over the global batch (all replicas).",
+)
+flags.DEFINE_boolean(
+    "deterministic", DEFAULTS.deterministic, "A fixed input pipeline order for the seed (slower)."
+)
 flags.DEFINE_string("model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.")
 flags.DEFINE_enum("mixed_precision", DEFAULTS.mixed_precision, list(MIXED_PRECISION),
                   "Mixed precision: bfloat16 (TPU, CPU with AMX) or float16 (GPU).")  # fmt: skip

@@ -198,6 +198,7 @@ def make_dataset(
     shuffle_buffer: int = 10_000,
     deterministic: bool = False,
     repeat: bool = False,
+    input_context: tf.distribute.InputContext | None = None,
 ) -> tf.data.Dataset:
     """Batches of ``(images float32 [b, s, s, 3] ImageNet-normalised, one-hot labels [b, c])``.
 
@@ -206,12 +207,22 @@ def make_dataset(
     scale, 2 ops), then per batch MixUp or CutMix when their alpha is > 0. Evaluation: centre
     crop with ``crop_fraction``. Training batches drop the remainder so every replica gets the
     same per-replica batch; ``global_batch_size`` = per-replica batch x replicas.
+
+    ``input_context`` (from ``strategy.distribute_datasets_from_function``): one input pipeline
+    of several (one per worker). Every pipeline draws the same seeded shuffle and per-example
+    augmentation seeds, keeps every ``num_input_pipelines``-th example from its
+    ``input_pipeline_id`` on and batches by the per-replica batch: each pipeline decodes and
+    augments only its own examples, and the replicas' batches at one step together hold the
+    global batch a single pipeline would have made (exactly, with ``deterministic=True``).
     """
     if global_batch_size < 1:
         raise ValueError(f"`global_batch_size` must be positive; received {global_batch_size}.")
     if not 0 < crop_fraction <= 1:
         raise ValueError(f"`crop_fraction` must be in (0, 1]; received {crop_fraction}.")
     num_classes = source.num_classes
+    batch_size = global_batch_size
+    if input_context is not None:
+        batch_size = input_context.get_per_replica_batch_size(global_batch_size)
     dataset = source.dataset
     options = tf.data.Options()
     options.deterministic = deterministic
@@ -225,6 +236,10 @@ def make_dataset(
         # One independent seed per example, derived from the dataset seed.
         seeds = tf.data.Dataset.random(seed=seed).batch(2)
         dataset = tf.data.Dataset.zip((dataset, seeds))
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            dataset = dataset.shard(
+                input_context.num_input_pipelines, input_context.input_pipeline_id
+            )
         augment = None
         if randaugment_magnitude:
             augment = keras.layers.RandAugment(
@@ -260,7 +275,7 @@ def make_dataset(
         return tf.ensure_shape(image, (image_size, image_size, 3)), tf.one_hot(label, num_classes)
 
     dataset = dataset.map(finish, num_parallel_calls=AUTOTUNE)
-    dataset = dataset.batch(global_batch_size, drop_remainder=training)
+    dataset = dataset.batch(batch_size, drop_remainder=training)
     if training and (mixup_alpha > 0 or cutmix_alpha > 0):
         coins = tf.data.Dataset.random(seed=seed + 1)
         dataset = tf.data.Dataset.zip((dataset, coins)).map(

@@ -10,7 +10,17 @@ import tensorflow as tf
 
 from lambda_keras.training import data
 
-__all__ = ["evaluate"]
+__all__ = ["evaluate", "top_k_accuracy"]
+
+
+def top_k_accuracy(model: keras.Model, dataset: tf.data.Dataset) -> dict:
+    """Top-1 / top-5 of ``model`` over batches ``(images, one-hot labels)``, on this process
+    alone (no distribution strategy involved)."""
+    scores, labels = [], []
+    for images, onehot in dataset:
+        scores.append(np.asarray(model(images, training=False), "float32"))
+        labels.append(onehot.numpy().argmax(axis=-1))
+    return _accuracy(np.concatenate(scores), np.concatenate(labels))
 
 
 def evaluate(
@@ -31,22 +41,20 @@ def evaluate(
             source, training=False, image_size=image_size, global_batch_size=batch_size,
             crop_fraction=crop_fraction,
         )  # fmt: skip
-        scores, labels = [], []
-        for images, onehot in dataset:
-            scores.append(np.asarray(model(images, training=False), "float32"))
-            labels.append(onehot.numpy().argmax(axis=-1))
-    elif os.path.isdir(model_path) and os.path.exists(os.path.join(model_path, "saved_model.pb")):
+        return top_k_accuracy(model, dataset)
+    if os.path.isdir(model_path) and os.path.exists(os.path.join(model_path, "saved_model.pb")):
         serve = tf.saved_model.load(model_path).signatures["serve_images"]
         scores, labels = [], []
         for image, label in source.dataset:
             scores.append(serve(images=image[None])["probabilities"].numpy())
             labels.append([int(label)])
-    else:
-        raise ValueError(
-            f"--model_path must be a .keras file or a SavedModel directory; received "
-            f"{model_path!r}."
-        )
-    scores, labels = np.concatenate(scores), np.concatenate(labels)
+        return _accuracy(np.concatenate(scores), np.concatenate(labels))
+    raise ValueError(
+        f"--model_path must be a .keras file or a SavedModel directory; received {model_path!r}."
+    )
+
+
+def _accuracy(scores: np.ndarray, labels: np.ndarray) -> dict:
     top5 = np.argsort(-scores, axis=-1)[:, :5]
     return {
         "examples": int(len(labels)),

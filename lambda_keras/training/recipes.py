@@ -22,7 +22,7 @@ import keras
 
 from lambda_keras.layers import LambdaLayer
 
-__all__ = ["RECIPES", "Recipe", "table20"]
+__all__ = ["RECIPES", "Recipe", "all_layers", "table20"]
 
 # Table 20: (depth, image size) -> (RandAugment magnitude, dropout, stochastic depth rate).
 TABLE20 = {
@@ -101,7 +101,7 @@ class Recipe:
         embeddings, biases or batch norms) and the batch-norm decay (capped for short runs)."""
         regularizer = keras.regularizers.L2(self.l2) if self.l2 > 0 else None
         momentum = capped_decay(self.batch_norm_momentum, total_steps)
-        for layer in _all_layers(model):
+        for layer in all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):
                 layer.momentum = momentum
             kernel = getattr(layer, "kernel", None)
@@ -121,11 +121,11 @@ def capped_decay(decay: float, total_steps: int) -> float:
     return min(decay, max(0.0, 1.0 - 10.0 / max(total_steps, 1)))
 
 
-def _all_layers(model):
+def all_layers(model):
     """Every layer of a functional model, nested models and lambda layers' norms included."""
     for layer in model.layers:
         if isinstance(layer, keras.Model):
-            yield from _all_layers(layer)
+            yield from all_layers(layer)
             continue
         yield layer
         if isinstance(layer, LambdaLayer):

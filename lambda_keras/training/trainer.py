@@ -17,12 +17,16 @@ import keras
 
 from lambda_keras import zoo
 from lambda_keras.training import data, recipes
+from lambda_keras.training.custom_loop import fit_with_strategy_run, is_chief
 from lambda_keras.training.distribute import make_strategy
+from lambda_keras.training.evaluation import top_k_accuracy
 from lambda_keras.training.serving import export_for_serving
 
 __all__ = ["TrainConfig", "load_source", "train"]
 
-MIXED_PRECISION = {"none": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+# "none": Keras' float type (keras.config.floatx(), float32 unless changed).
+MIXED_PRECISION = {"none": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
+LOOPS = ("auto", "fit", "custom")
 
 
 @dataclasses.dataclass
@@ -48,6 +52,9 @@ class TrainConfig:
     width_multiplier: float | None = 0.25
     strategy: str = "auto"
     tpu: str | None = None
+    loop: str = "auto"  # "fit", "custom" (strategy.run); auto: custom for multi_worker only
+    sync_batch_norm: bool = False
+    deterministic: bool = False
     model_dir: str = "runs/digits"
     mixed_precision: str = "none"
     seed: int = 0
@@ -75,12 +82,13 @@ def _check(config: TrainConfig):
             f"{config.mixed_precision!r}."
         )
     zoo.model_builder(config.model)  # unknown names fail here, with suggestions
-    if config.strategy == "multi_worker":
+    if config.loop not in LOOPS:
+        raise ValueError(f"--loop must be one of {', '.join(LOOPS)}; received {config.loop!r}.")
+    if config.strategy == "multi_worker" and config.loop == "fit":
         raise ValueError(
-            "--strategy=multi_worker: Keras 3's model.fit fails under "
+            "--strategy=multi_worker with --loop=fit: Keras 3's model.fit fails under "
             "MultiWorkerMirroredStrategy (keras-team/keras#20585, 'Attempt to convert a value "
-            "(PerReplica)'); the strategy itself works with a custom strategy.run loop "
-            "(tests/training/multi_worker_job.py). Use --strategy=mirrored on one host."
+            "(PerReplica)'). Use --loop=custom (the default for multi_worker)."
         )
     for name in ("image_size", "batch_size"):
         if getattr(config, name) < 1:
@@ -99,8 +107,12 @@ def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -
     resnet_rs_family = config.model.startswith(("lambda_resnet", "resnet_rs"))
     if config.width_multiplier is not None and resnet_rs_family:
         kwargs["width_multiplier"] = config.width_multiplier
-    if recipe.randaugment and resnet_rs_family:
-        _, dropout, drop_path = recipes.table20(_depth(config.model), config.image_size)
+    if resnet_rs_family:
+        # 350ep: Table 20's dropout and stochastic depth; 90ep: neither (App. F.3), not the
+        # builders' defaults, which are Table 20's.
+        dropout, drop_path = 0.0, 0.0
+        if recipe.randaugment:
+            _, dropout, drop_path = recipes.table20(_depth(config.model), config.image_size)
         kwargs.update(dropout_rate=dropout, stochastic_depth_rate=drop_path)
     return builder(**kwargs)
 
@@ -108,13 +120,22 @@ def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -
 def train(config: TrainConfig) -> dict:
     """Train, evaluate and export; returns the evaluation metrics and output paths.
 
-    A run killed at any point and started again with the same ``model_dir`` resumes from its
-    last end-of-epoch backup (``keras.callbacks.BackupAndRestore``) and ends at the same step.
+    ``loop="fit"`` trains with ``model.fit``; ``loop="custom"`` with
+    :func:`~lambda_keras.training.custom_loop.fit_with_strategy_run` (a ``strategy.run`` loop,
+    one input pipeline per worker), which ``auto`` picks for ``MultiWorkerMirroredStrategy``
+    (Keras 3's ``fit`` fails under it). Either way, a run killed at any point and started again
+    with the same ``model_dir`` resumes from its last end-of-epoch backup
+    (``keras.callbacks.BackupAndRestore`` or a ``tf.train`` checkpoint) and ends at the same
+    step. ``sync_batch_norm`` computes batch statistics over the global batch (all replicas);
+    ``deterministic`` keeps the input pipeline's order fixed for a seed.
     """
     _check(config)
+    strategy = make_strategy(config.strategy, config.tpu)  # multi-worker: before other ops
     keras.utils.set_random_seed(config.seed)
-    keras.config.set_dtype_policy(MIXED_PRECISION[config.mixed_precision])
-    strategy = make_strategy(config.strategy, config.tpu)
+    keras.config.set_dtype_policy(MIXED_PRECISION[config.mixed_precision] or keras.config.floatx())
+    loop = config.loop
+    if loop == "auto":
+        loop = "custom" if config.strategy == "multi_worker" else "fit"
     recipe = recipes.RECIPES[config.recipe]
     if config.warmup_epochs is not None:
         recipe = dataclasses.replace(recipe, warmup_epochs=config.warmup_epochs)
@@ -127,14 +148,18 @@ def train(config: TrainConfig) -> dict:
     magnitude = None
     if recipe.randaugment:
         magnitude = recipes.table20(_depth(config.model), config.image_size)[0]
-    train_ds = data.make_dataset(
-        train_source, training=True, image_size=config.image_size,
-        global_batch_size=config.batch_size, seed=config.seed, repeat=True,
-        randaugment_magnitude=magnitude, crop_scale=(config.crop_min_area, 1.0),
-        horizontal_flip=config.dataset != "digits" if config.horizontal_flip is None
-        else config.horizontal_flip,
-        mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha,
-    )  # fmt: skip
+
+    def train_dataset(input_context=None):
+        return data.make_dataset(
+            train_source, training=True, image_size=config.image_size,
+            global_batch_size=config.batch_size, seed=config.seed, repeat=True,
+            randaugment_magnitude=magnitude, crop_scale=(config.crop_min_area, 1.0),
+            horizontal_flip=config.dataset != "digits" if config.horizontal_flip is None
+            else config.horizontal_flip,
+            mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha,
+            deterministic=config.deterministic, input_context=input_context,
+        )  # fmt: skip
+
     eval_ds = data.make_dataset(
         eval_source, training=False, image_size=config.image_size,
         global_batch_size=config.batch_size,
@@ -145,6 +170,10 @@ def train(config: TrainConfig) -> dict:
     with strategy.scope():
         model = build_model(config, train_source.num_classes, recipe)
         recipe.prepare(model, total_steps)
+        if config.sync_batch_norm:
+            for layer in recipes.all_layers(model):
+                if isinstance(layer, keras.layers.BatchNormalization):
+                    layer.synchronized = True
         model.compile(
             optimizer=recipe.optimizer(config.batch_size, steps_per_epoch, epochs),
             loss=recipe.loss(),
@@ -160,6 +189,9 @@ def train(config: TrainConfig) -> dict:
         f"{strategy.num_replicas_in_sync} replica(s)"
     )
     print(recipes.describe(recipe, config.batch_size, total_steps))
+    if loop == "custom":
+        return _train_custom(config, model, strategy, train_dataset, eval_ds, train_source,
+                             epochs, steps_per_epoch)  # fmt: skip
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, "backup")),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
@@ -170,11 +202,32 @@ def train(config: TrainConfig) -> dict:
         print("TensorBoard logs skipped: pip install tensorboard (or lambda-keras[train])")
     start = time.perf_counter()
     model.fit(
-        train_ds, epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+        train_dataset(), epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
         verbose=config.verbose,
     )  # fmt: skip
     seconds = time.perf_counter() - start
     metrics = model.evaluate(eval_ds, return_dict=True, verbose=0)
+    return _finish(config, model, metrics, seconds, train_source)
+
+
+def _train_custom(config, model, strategy, train_dataset, eval_ds, train_source, epochs,
+                  steps_per_epoch) -> dict:  # fmt: skip
+    """The ``strategy.run`` loop (multi-worker). Every worker evaluates on its own; only the
+    chief exports, from a copy of the model loaded outside the strategy."""
+    start = time.perf_counter()
+    fit_with_strategy_run(
+        model, strategy, train_dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+        model_dir=config.model_dir, verbose=config.verbose,
+    )  # fmt: skip
+    seconds = time.perf_counter() - start
+    metrics = top_k_accuracy(model, eval_ds)
+    if not is_chief(strategy):
+        config = dataclasses.replace(config, export=False)
+    return _finish(config, model, metrics, seconds, train_source, reload_for_export=True)
+
+
+def _finish(config, model, metrics, seconds, train_source, reload_for_export=False) -> dict:
+    """Export (when ``config.export``), print and return the run's results."""
     result = {
         "top1": float(metrics["top1"]),
         "top5": float(metrics["top5"]),
@@ -185,8 +238,9 @@ def train(config: TrainConfig) -> dict:
         keras_path = os.path.join(config.model_dir, "model.keras")
         model.save(keras_path)
         result["keras"] = keras_path
+        serving = keras.saving.load_model(keras_path) if reload_for_export else model
         result["saved_model"] = export_for_serving(
-            model, os.path.join(config.model_dir, "saved_model"), config.image_size
+            serving, os.path.join(config.model_dir, "saved_model"), config.image_size
         )
         with open(os.path.join(config.model_dir, "class_names.json"), "w") as f:
             json.dump(train_source.class_names, f)

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from lambda_keras.training import recipes
 from lambda_keras.training.evaluation import evaluate
-from lambda_keras.training.trainer import TrainConfig, load_source, train
+from lambda_keras.training.trainer import TrainConfig, build_model, load_source, train
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
@@ -41,6 +42,27 @@ def test_short_run_trains_evaluates_and_exports(tmp_path):
     assert by_saved_model["top1"] == pytest.approx(result["top1"], abs=1e-6)
     with pytest.raises(ValueError, match="model_path"):
         evaluate(str(tmp_path), source, image_size=32)
+
+
+@pytest.mark.parametrize(
+    "recipe,model,image_size,dropout,drop_path",
+    [
+        ("90ep", "lambda_resnet50", 32, 0.0, 0.0),  # App. F.3: no dropout, no stochastic depth
+        ("350ep", "lambda_resnet152", 224, 0.3, 0.1),  # Table 20
+        ("350ep", "resnet_rs50", 160, 0.2, 0.0),
+    ],
+)
+def test_recipe_sets_dropout_and_stochastic_depth(recipe, model, image_size, dropout, drop_path):
+    import keras
+
+    from lambda_keras.layers import StochasticDepth
+
+    config = TrainConfig(model=model, recipe=recipe, image_size=image_size, width_multiplier=0.125)
+    built = build_model(config, 10, recipes.RECIPES[recipe])
+    rates = [layer.rate for layer in built.layers if isinstance(layer, keras.layers.Dropout)]
+    assert rates == ([dropout] if dropout else [])  # no Dropout layer at rate 0
+    drop_rates = [layer.rate for layer in built.layers if isinstance(layer, StochasticDepth)]
+    assert max(drop_rates, default=0.0) == pytest.approx(drop_path)
 
 
 def test_eval_and_export_scripts(tmp_path):
@@ -74,7 +96,8 @@ def test_eval_and_export_scripts(tmp_path):
         (dict(mixed_precision="int8"), "--mixed_precision"),
         (dict(batch_size=0), "--batch_size"),
         (dict(strategy="tpu"), "--tpu"),
-        (dict(strategy="multi_worker"), "keras-team/keras#20585"),
+        (dict(strategy="multi_worker", loop="fit"), "keras-team/keras#20585"),
+        (dict(loop="keras"), "--loop"),
     ],
 )
 def test_bad_arguments(tmp_path, kwargs, match):
@@ -82,10 +105,11 @@ def test_bad_arguments(tmp_path, kwargs, match):
         train(TrainConfig(model_dir=str(tmp_path), **{**TINY, **kwargs}))
 
 
-def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+@pytest.mark.parametrize("loop", ["fit", "custom"])
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     command = [
         sys.executable, str(ROOT / "training" / "train.py"), f"--model_dir={tmp_path}",
-        "--epochs=4", "--width_multiplier=0.125", "--noexport",
+        "--epochs=4", "--width_multiplier=0.125", "--noexport", f"--loop={loop}",
     ]  # fmt: skip
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
@@ -103,3 +127,5 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert second.returncode == 0, second.stderr[-3000:]
     assert epochs_logged(tmp_path) == [0, 1, 2, 3]  # resumed at epoch 1, not from scratch
     assert f"{4 * (1437 // 64)} steps" in second.stdout
+    if loop == "custom":
+        assert "resumed from" in second.stdout and "after epoch 1" in second.stdout

@@ -1,0 +1,124 @@
+"""The strategy.run training loop: the same weights as model.fit, and as one worker when two
+MultiWorkerMirroredStrategy workers train together (real processes on 127.0.0.1)."""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.training.custom_loop import fit_with_strategy_run
+from lambda_keras.training.trainer import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parents[2]
+TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, deterministic=True, verbose=0)
+
+
+def weights(keras_path):
+    import lambda_keras  # noqa: F401  (registers the layers)
+
+    model = keras.saving.load_model(keras_path)
+    return {v.path: np.asarray(v.numpy()) for v in model.weights}
+
+
+def log_rows(model_dir):
+    with open(Path(model_dir) / "log.csv") as f:
+        return f.read().splitlines()
+
+
+def test_custom_loop_gives_fits_weights(tmp_path):
+    by_fit = train(TrainConfig(model_dir=str(tmp_path / "fit"), epochs=1, loop="fit", **TINY))
+    by_loop = train(TrainConfig(model_dir=str(tmp_path / "loop"), epochs=1, loop="custom", **TINY))
+    assert by_fit["steps"] == by_loop["steps"] == 1437 // 64
+    assert by_loop["top1"] == pytest.approx(by_fit["top1"], abs=1e-6)
+    expected, got = weights(by_fit["keras"]), weights(by_loop["keras"])
+    assert expected.keys() == got.keys()
+    for name in expected:  # EMA, L2, label smoothing, BN decay: the same arithmetic
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    fit_rows, loop_rows = log_rows(tmp_path / "fit"), log_rows(tmp_path / "loop")
+    assert loop_rows[0] == "epoch,loss,top1,top5" and len(loop_rows) == 2
+    fit_logged = dict(zip(fit_rows[0].split(","), fit_rows[1].split(","), strict=True))
+    loop_logged = dict(zip(loop_rows[0].split(","), loop_rows[1].split(","), strict=True))
+    for key in ("loss", "top1", "top5"):
+        assert float(loop_logged[key]) == pytest.approx(float(fit_logged[key]), rel=1e-5)
+    assert (tmp_path / "loop" / "tensorboard" / "train").is_dir()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# float64 so that the comparison sees the algorithm, not float32 rounding: synchronised batch
+# norm sums in another order, and 22 steps of training amplify those differences (float32:
+# about 1e-4 after one step, far more after an epoch; float64: 1e-13 after three steps).
+JOB = textwrap.dedent(
+    """
+    import sys, keras
+    keras.config.set_floatx("float64")
+    from lambda_keras.training.trainer import TrainConfig, train
+    train(TrainConfig(model_dir=sys.argv[1], loop=sys.argv[2], strategy=sys.argv[3],
+                      epochs=2, width_multiplier=0.125, image_size=32, batch_size=64,
+                      deterministic=True, sync_batch_norm=True, verbose=2))
+    """
+)
+
+
+def test_two_workers_train_to_the_single_worker_weights(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("TF_CONFIG", None)
+    single = subprocess.run(
+        [sys.executable, "-c", JOB, str(tmp_path / "single"), "custom", "auto"],
+        capture_output=True, text=True, timeout=600, env=env,
+    )  # fmt: skip
+    assert single.returncode == 0, single.stderr[-3000:]
+    workers = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+    procs = []
+    for index in range(2):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        procs.append(subprocess.Popen(
+            [sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto", "multi_worker"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**env, "TF_CONFIG": json.dumps(config)},
+        ))  # fmt: skip
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=600)
+            assert proc.returncode == 0, err[-3000:]
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    assert all("on 2 replica(s)" in out for out in outputs)
+    assert "exported" in outputs[0] and "exported" not in outputs[1]  # the chief exports
+    assert not (tmp_path / "multi" / "backup" / "worker-1").exists()  # scratch removed
+    assert len(log_rows(tmp_path / "multi")) == 3  # header + 2 epochs, from the chief alone
+    expected, got = (
+        weights(tmp_path / "single" / "model.keras"),
+        weights(tmp_path / "multi" / "model.keras"),
+    )
+    for name in expected:
+        np.testing.assert_allclose(got[name], expected[name], rtol=1e-7, atol=1e-9, err_msg=name)
+    moved = max(np.abs(v).max() for k, v in expected.items() if k.endswith("conv/kernel"))
+    assert moved > 0.1
+
+
+def test_rejects_a_model_without_one_loss_object():
+    import tensorflow as tf
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    model.compile(optimizer="sgd", loss="mse")
+    with pytest.raises(TypeError, match="keras.losses.Loss"):
+        fit_with_strategy_run(
+            model, tf.distribute.get_strategy(), lambda ctx: None, epochs=1, steps_per_epoch=1,
+            model_dir="unused",
+        )  # fmt: skip
