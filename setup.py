@@ -27,7 +27,10 @@ setup(
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
-        "test": ["pytest>=8", "ruff>=0.6", "scikit-learn>=1.3", "tensorboard>=2.20"],
+        "test": [
+            "pytest>=8", "ruff>=0.6", "scikit-learn>=1.3", "tensorboard>=2.20",
+            "tensorflow-datasets>=4.9", "importlib_resources",
+        ],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -17,6 +17,7 @@ prefetch. Every augmentation runs in ``tf.data``, never in the model (TPUs canno
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 
 import keras
@@ -117,21 +118,65 @@ def folder_source(root: str) -> Source:
 def tfds_source(
     name: str, split: str, data_dir: str | None = None, manual_dir: str | None = None
 ) -> Source:
-    """A TFDS image-classification split (``as_supervised``), prepared on first use."""
+    """A TFDS image-classification split (``as_supervised``), prepared on first use.
+
+    Args:
+        name: a TFDS builder whose supervised keys are an ``Image`` and a ``ClassLabel``
+            (``imagenet2012``, ``imagenette/160px``, ``cifar10``, ``mnist``, ...).
+        split: a split or split expression (``"train"``, ``"train[:90%]"``).
+        data_dir: TFDS data directory (default ``~/tensorflow_datasets``).
+        manual_dir: where data sets that cannot be downloaded (``imagenet2012``) find their
+            archives.
+
+    Raises:
+        ValueError: an unknown name, a builder that is not image classification (checked
+            before anything is downloaded), a missing manual directory, an unknown split.
+    """
     try:
         import tensorflow_datasets as tfds
     except ImportError as err:
         raise ImportError(
-            f"Data set {name!r} comes from TensorFlow Datasets: pip install tensorflow-datasets"
+            f"Data set {name!r} comes from TensorFlow Datasets: pip install tensorflow-datasets "
+            "(or lambda-keras[tfds])"
         ) from err
-    builder = tfds.builder(name, data_dir=data_dir)
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
-    )
-    label = builder.info.features["label"]
+    try:
+        builder = tfds.builder(name, data_dir=data_dir)
+    except tfds.core.registered.DatasetNotFoundError as err:
+        close = difflib.get_close_matches(name, tfds.list_builders(), n=3)
+        raise ValueError(
+            f"--dataset={name!r} is neither 'digits', 'folder:<root>' nor a TFDS data set"
+            + (f"; did you mean {', '.join(close)}?" if close else ".")
+        ) from err
+    keys = builder.info.supervised_keys
+    features = builder.info.features
+    if not (
+        isinstance(keys, tuple)
+        and len(keys) == 2
+        and isinstance(features[keys[0]], tfds.features.Image)
+        and isinstance(features[keys[1]], tfds.features.ClassLabel)
+    ):
+        raise ValueError(
+            f"--dataset={name!r} is not an image classification data set: its supervised keys "
+            f"are {keys!r}; an (Image, ClassLabel) pair is needed."
+        )
+    try:
+        builder.download_and_prepare(
+            download_config=tfds.download.DownloadConfig(manual_dir=manual_dir)
+        )
+    except AssertionError as err:  # TFDS asserts on a missing manual_dir
+        raise ValueError(f"--manual_dir={manual_dir!r}: {err}") from err
+    available = sorted(builder.info.splits.keys())
+    if available and split.split("[")[0] not in available:
+        raise ValueError(f"--dataset={name!r} has splits {available}; received {split!r}.")
     dataset = builder.as_dataset(split=split, as_supervised=True, shuffle_files=False)
+    try:  # split expressions such as "train[:90%]" included
+        num_examples = builder.info.splits[split].num_examples
+    except KeyError:  # no split metadata (e.g. tfds.testing.mock_data): count
+        num_examples = int(dataset.cardinality())
+        if num_examples < 0:
+            num_examples = int(dataset.reduce(0, lambda count, _: count + 1))
     dataset = dataset.map(lambda image, y: (_three_channels(image), tf.cast(y, tf.int32)))
-    return Source(dataset, builder.info.splits[split].num_examples, list(label.names))
+    return Source(dataset, num_examples, list(features[keys[1]].names))
 
 
 def _three_channels(image):

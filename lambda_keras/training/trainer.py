@@ -118,7 +118,12 @@ def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -
 
 
 def train(config: TrainConfig) -> dict:
-    """Train, evaluate and export; returns the evaluation metrics and output paths.
+    """Train, evaluate and export.
+
+    Returns:
+        ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``model`` (the
+        trained ``keras.Model``, weight averages swapped in) and, when exporting, the paths
+        ``keras`` and ``saved_model``.
 
     ``loop="fit"`` trains with ``model.fit``; ``loop="custom"`` with
     :func:`~lambda_keras.training.custom_loop.fit_with_strategy_run` (a ``strategy.run`` loop,
@@ -233,6 +238,7 @@ def _finish(config, model, metrics, seconds, train_source, reload_for_export=Fal
         "top5": float(metrics["top5"]),
         "train_seconds": seconds,
         "steps": int(model.optimizer.iterations.numpy()),
+        "model": model,
     }
     if config.export:
         keras_path = os.path.join(config.model_dir, "model.keras")

@@ -156,6 +156,8 @@ def build(
             args.classes,
             activation=args.classifier_activation,
             kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
+            # The classifier in full precision under mixed precision: float32 probabilities.
+            dtype=keras.config.dtype_policy().variable_dtype,
             name="predictions",
         )(x)
     else:

@@ -198,3 +198,20 @@ def test_initialisation_is_per_layer_and_follows_the_seed():
     # ... that keras.utils.set_random_seed fixes.
     assert all(np.array_equal(first[k], again[k]) for k in first)
     assert not np.array_equal(first["stem_1_conv/kernel"], other["stem_1_conv/kernel"])
+
+
+@pytest.mark.parametrize(
+    "policy,output_dtype",
+    [("mixed_float16", "float32"), ("mixed_bfloat16", "float32"), ("float64", "float64")],
+)
+def test_classifier_runs_in_the_variable_dtype(policy, output_dtype):
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        model = zoo.LambdaResNet50(input_shape=(32, 32, 3), classes=10, width_multiplier=0.125)
+        assert model.get_layer("stem_1_conv").compute_dtype == policy.removeprefix("mixed_")
+        probabilities = model(np.zeros((2, 32, 32, 3), "float32"))
+        assert keras.backend.standardize_dtype(probabilities.dtype) == output_dtype
+        np.testing.assert_allclose(np.sum(probabilities, axis=-1), 1.0, rtol=1e-5)
+    finally:
+        keras.config.set_dtype_policy(previous)
