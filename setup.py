@@ -28,8 +28,12 @@ setup(
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
         "test": [
-            "pytest>=8", "ruff>=0.6", "scikit-learn>=1.3", "tensorboard>=2.20",
-            "tensorflow-datasets>=4.9", "importlib_resources",
+            "pytest>=8",
+            "ruff>=0.6",
+            "scikit-learn>=1.3",
+            "tensorboard>=2.20",
+            "tensorflow-datasets>=4.9",
+            "importlib_resources",
         ],
     },
     classifiers=[

@@ -38,8 +38,14 @@ def log_rows(model_dir):
 def test_custom_loop_gives_fits_weights(tmp_path, precision):
     runs = {
         loop: train(
-            TrainConfig(model_dir=str(tmp_path / loop), epochs=1, loop=loop,
-                        mixed_precision=precision, export=False, **TINY)
+            TrainConfig(
+                model_dir=str(tmp_path / loop),
+                epochs=1,
+                loop=loop,
+                mixed_precision=precision,
+                export=False,
+                **TINY,
+            )
         )  # fmt: skip
         for loop in ("fit", "custom")
     }
