@@ -15,8 +15,9 @@ loss and optimizer and the same arithmetic:
   :func:`lambda_keras.training.data.make_dataset`'s ``input_context``);
 * fault tolerance: a ``tf.train.CheckpointManager`` checkpoint of the model, the optimizer and
   the epoch at the end of every epoch; a run started again with the same ``model_dir`` resumes
-  after the last finished epoch. Workers other than the chief write theirs to a scratch
-  directory (every worker must save: the variables are synchronised), deleted at the end;
+  after the last finished epoch. Every worker restores the chief's checkpoint (``model_dir``
+  must be shared by the workers, as for ``BackupAndRestore``) and saves one (the variables are
+  synchronised), the others to scratch directories deleted at the end;
 * per-epoch progress lines, ``log.csv`` (the columns of ``keras.callbacks.CSVLogger``) and
   TensorBoard scalars (``epoch_loss``, ..., ``epoch_learning_rate``) from the chief.
 """
@@ -79,17 +80,19 @@ def fit_with_strategy_run(
     optimizer = model.optimizer
     chief = is_chief(strategy)
     backup_dir = os.path.join(model_dir, "backup")
+    write_dir = backup_dir
     if not chief:
-        backup_dir = os.path.join(backup_dir, f"worker-{strategy.cluster_resolver.task_id}")
+        write_dir = os.path.join(backup_dir, f"worker-{strategy.cluster_resolver.task_id}")
     with strategy.scope():
         optimizer.build(model.trainable_variables)
         epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, epoch=epoch)
-    manager = tf.train.CheckpointManager(checkpoint, backup_dir, max_to_keep=1)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint).assert_existing_objects_matched()
+    manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=1)
+    latest = tf.train.latest_checkpoint(backup_dir)  # the chief's, for every worker
+    if latest:
+        checkpoint.restore(latest).assert_existing_objects_matched()
         if verbose:
-            print(f"resumed from {manager.latest_checkpoint} after epoch {int(epoch.numpy())}")
+            print(f"resumed from {latest} after epoch {int(epoch.numpy())}")
     replicas = strategy.num_replicas_in_sync
     # Per-example losses, averaged over the global batch here (Keras' reducing losses would
     # already divide by the number of replicas).
@@ -150,7 +153,7 @@ def fit_with_strategy_run(
             )
     optimizer.finalize_variable_values(model.trainable_variables)
     if not chief:
-        shutil.rmtree(backup_dir, ignore_errors=True)
+        shutil.rmtree(write_dir, ignore_errors=True)
     return history
 
 

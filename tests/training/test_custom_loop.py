@@ -73,6 +73,34 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start_workers(command, env, count=2):
+    """``count`` MultiWorkerMirroredStrategy workers on 127.0.0.1 running ``command``."""
+    workers = [f"127.0.0.1:{free_port()}" for _ in range(count)]
+    procs = []
+    for index in range(count):
+        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
+        procs.append(subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**env, "TF_CONFIG": json.dumps(config)},
+        ))  # fmt: skip
+    return procs
+
+
+def finish(procs, timeout=600):
+    """The workers' outputs once all have exited successfully."""
+    outputs = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, err[-3000:]
+            outputs.append(out)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+    return outputs
+
+
 # float64 so that the comparison sees the algorithm, not float32 rounding: synchronised batch
 # norm sums in another order, and 22 steps of training amplify those differences (float32:
 # about 1e-4 after one step, far more after an epoch; float64: 1e-13 after three steps).
@@ -96,25 +124,9 @@ def test_two_workers_train_to_the_single_worker_weights(tmp_path):
         capture_output=True, text=True, timeout=600, env=env,
     )  # fmt: skip
     assert single.returncode == 0, single.stderr[-3000:]
-    workers = [f"127.0.0.1:{free_port()}" for _ in range(2)]
-    procs = []
-    for index in range(2):
-        config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        procs.append(subprocess.Popen(
-            [sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto", "multi_worker"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**env, "TF_CONFIG": json.dumps(config)},
-        ))  # fmt: skip
-    outputs = []
-    try:
-        for proc in procs:
-            out, err = proc.communicate(timeout=600)
-            assert proc.returncode == 0, err[-3000:]
-            outputs.append(out)
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+    procs = start_workers([sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto",
+                           "multi_worker"], env)  # fmt: skip
+    outputs = finish(procs)
     assert all("on 2 replica(s)" in out for out in outputs)
     assert "exported" in outputs[0] and "exported" not in outputs[1]  # the chief exports
     assert not (tmp_path / "multi" / "backup" / "worker-1").exists()  # scratch removed
@@ -139,3 +151,30 @@ def test_rejects_a_model_without_one_loss_object():
             model, tf.distribute.get_strategy(), lambda ctx: None, epochs=1, steps_per_epoch=1,
             model_dir="unused",
         )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_killed_two_worker_run_resumes_from_the_chiefs_checkpoint(tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("TF_CONFIG", None)
+    command = [
+        sys.executable, str(ROOT / "training" / "train.py"), "--strategy=multi_worker",
+        f"--model_dir={tmp_path}", "--epochs=3", "--width_multiplier=0.125", "--noexport",
+    ]  # fmt: skip
+    procs = start_workers(command, env)
+    log = tmp_path / "log.csv"
+    deadline = time.time() + 600
+    while not (log.exists() and len(log_rows(tmp_path)) == 2) and time.time() < deadline:
+        assert all(proc.poll() is None for proc in procs), "a worker exited early"
+        time.sleep(0.2)
+    for proc in procs:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert len(log_rows(tmp_path)) == 2  # killed during the second epoch
+    outputs = finish(start_workers(command, env))
+    assert all("after epoch 1" in out for out in outputs)  # both from the chief's checkpoint
+    assert [row.split(",")[0] for row in log_rows(tmp_path)[1:]] == ["0", "1", "2"]
+    assert all(f"{3 * (1437 // 64)} steps" in out for out in outputs)
