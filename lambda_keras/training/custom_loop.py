@@ -11,6 +11,8 @@ loss and optimizer and the same arithmetic:
   across replicas, as in Keras), and scaled by the ``LossScaleOptimizer`` that ``compile``
   wraps around the optimizer under ``mixed_float16``;
 * the weight EMA of the optimizer is copied into the model at the end (as ``fit`` does);
+* batch-norm moving statistics, per replica unless ``synchronized``, are averaged across the
+  replicas at the end of every epoch, so that all workers hold the same model;
 * one input pipeline per worker (``distribute_datasets_from_function``, see
   :func:`lambda_keras.training.data.make_dataset`'s ``input_context``);
 * fault tolerance: a ``tf.train.CheckpointManager`` checkpoint of the model, the optimizer and
@@ -121,6 +123,23 @@ def fit_with_strategy_run(
             "top5": tf.reduce_sum(tf.cast(tf.math.in_top_k(true, predictions, 5), tf.float32)),
         }
 
+    # Batch-norm statistics are per replica (unless synchronised); averaged across replicas at
+    # the end of every epoch, so that every worker evaluates, saves and exports the same model.
+    moving = [
+        v for v in model.non_trainable_variables
+        if v.path.endswith(("moving_mean", "moving_variance")) and "float" in str(v.dtype)
+    ]  # fmt: skip
+
+    @tf.function
+    def average_moving_statistics():
+        def replica_fn():
+            context = tf.distribute.get_replica_context()
+            for variable in moving:
+                local = tf.identity(variable.value)  # this replica's copy
+                variable.assign(context.all_reduce("MEAN", local))
+
+        strategy.run(replica_fn)
+
     @tf.function
     def train_step(iterator):
         sums = strategy.run(replica_step, args=next(iterator))
@@ -139,6 +158,8 @@ def fit_with_strategy_run(
             for key, value in train_step(iterator).items():
                 totals[key] += float(value)
         logs = {k: totals[k] / totals["count"] for k in ("loss", "top1", "top5")}
+        if replicas > 1 and moving:
+            average_moving_statistics()
         epoch.assign(current + 1)
         manager.save(checkpoint_number=current + 1)
         if chief:

@@ -3,6 +3,7 @@ MultiWorkerMirroredStrategy workers train together (real processes on 127.0.0.1)
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -178,3 +179,6 @@ def test_killed_two_worker_run_resumes_from_the_chiefs_checkpoint(tmp_path):
     assert all("after epoch 1" in out for out in outputs)  # both from the chief's checkpoint
     assert [row.split(",")[0] for row in log_rows(tmp_path)[1:]] == ["0", "1", "2"]
     assert all(f"{3 * (1437 // 64)} steps" in out for out in outputs)
+    # Per-replica batch-norm statistics are averaged: both workers evaluate the same model.
+    scores = [re.search(r"test top-1 [\d.]+, top-5 [\d.]+", out)[0] for out in outputs]
+    assert scores[0] == scores[1]
