@@ -20,8 +20,10 @@ loss and optimizer and the same arithmetic:
   after the last finished epoch. Every worker restores the chief's checkpoint (``model_dir``
   must be shared by the workers, as for ``BackupAndRestore``) and saves one (the variables are
   synchronised), the others to scratch directories deleted at the end;
-* per-epoch progress lines, ``log.csv`` (the columns of ``keras.callbacks.CSVLogger``) and
-  TensorBoard scalars (``epoch_loss``, ..., ``epoch_learning_rate``) from the chief.
+* per-epoch progress lines, ``checkpoint.keras`` (the latest epoch's model, as
+  ``keras.callbacks.ModelCheckpoint`` writes it), ``log.csv`` (the columns of
+  ``keras.callbacks.CSVLogger``) and TensorBoard scalars (``epoch_loss``, ...,
+  ``epoch_learning_rate``) from the chief.
 """
 
 from __future__ import annotations
@@ -68,7 +70,8 @@ def fit_with_strategy_run(
         dataset_fn: ``input_context -> tf.data.Dataset`` of per-replica batches
             ``(images [b, h, w, c], one-hot labels [b, classes])``, repeated.
         epochs, steps_per_epoch: the run's length; on restart it continues to the same end.
-        model_dir: ``backup/`` checkpoints, ``log.csv`` and ``tensorboard/train``.
+        model_dir: ``backup/`` checkpoints, ``checkpoint.keras``, ``log.csv`` and
+            ``tensorboard/train``.
         verbose: 0 silent, otherwise one line per epoch.
 
     Returns:
@@ -165,6 +168,7 @@ def fit_with_strategy_run(
         if chief:
             learning_rate = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
             _log_epoch(model_dir, writer, current, logs, learning_rate)
+            model.save(os.path.join(model_dir, "checkpoint.keras"))  # for eval.py mid-run
         for key in history:
             history[key].append(logs[key])
         if verbose:

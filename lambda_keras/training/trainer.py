@@ -200,6 +200,7 @@ def train(config: TrainConfig) -> dict:
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, "backup")),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
+        keras.callbacks.ModelCheckpoint(os.path.join(config.model_dir, "checkpoint.keras")),
     ]
     if importlib.util.find_spec("tensorboard") is not None:
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(config.model_dir, "tensorboard")))

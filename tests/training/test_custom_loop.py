@@ -66,6 +66,8 @@ def test_custom_loop_gives_fits_weights(tmp_path, precision):
     for key in ("loss", "top1", "top5"):
         assert float(loop_logged[key]) == pytest.approx(float(fit_logged[key]), rel=1e-5)
     assert (tmp_path / "custom" / "tensorboard" / "train").is_dir()
+    assert (tmp_path / "custom" / "checkpoint.keras").exists()
+    assert (tmp_path / "fit" / "checkpoint.keras").exists()
 
 
 def free_port():

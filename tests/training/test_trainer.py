@@ -40,6 +40,8 @@ def test_short_run_trains_evaluates_and_exports(tmp_path):
     assert by_keras["examples"] == by_saved_model["examples"] == 360
     assert by_keras["top1"] == pytest.approx(result["top1"], abs=1e-6)
     assert by_saved_model["top1"] == pytest.approx(result["top1"], abs=1e-6)
+    # The per-epoch checkpoint (the last epoch's weights, before the EMA is swapped in).
+    assert evaluate(str(tmp_path / "checkpoint.keras"), source, image_size=32)["examples"] == 360
     with pytest.raises(ValueError, match="model_path"):
         evaluate(str(tmp_path), source, image_size=32)
 
