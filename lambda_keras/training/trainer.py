@@ -120,11 +120,6 @@ def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -
 def train(config: TrainConfig) -> dict:
     """Train, evaluate and export.
 
-    Returns:
-        ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``model`` (the
-        trained ``keras.Model``, weight averages swapped in) and, when exporting, the paths
-        ``keras`` and ``saved_model``.
-
     ``loop="fit"`` trains with ``model.fit``; ``loop="custom"`` with
     :func:`~lambda_keras.training.custom_loop.fit_with_strategy_run` (a ``strategy.run`` loop,
     one input pipeline per worker), which ``auto`` picks for ``MultiWorkerMirroredStrategy``
@@ -133,6 +128,11 @@ def train(config: TrainConfig) -> dict:
     (``keras.callbacks.BackupAndRestore`` or a ``tf.train`` checkpoint) and ends at the same
     step. ``sync_batch_norm`` computes batch statistics over the global batch (all replicas);
     ``deterministic`` keeps the input pipeline's order fixed for a seed.
+
+    Returns:
+        ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``model`` (the
+        trained ``keras.Model``, weight averages swapped in) and, when exporting, the paths
+        ``keras`` and ``saved_model``.
     """
     _check(config)
     strategy = make_strategy(config.strategy, config.tpu)  # multi-worker: before other ops
