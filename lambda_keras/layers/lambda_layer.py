@@ -9,7 +9,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from lambda_keras.layers import _validation as v
+from lambda_keras import _validation as v
 from lambda_keras.layers.position_lambdas import (
     conv_position_lambdas,
     depthwise_position_lambdas,
@@ -142,16 +142,18 @@ class LambdaLayer(keras.layers.Layer):
         self.key_dim = v.positive_int("key_dim", key_dim)
         self.num_heads = v.positive_int("num_heads", num_heads)
         self.intra_depth = v.positive_int("intra_depth", intra_depth)
-        if self.dim_out is not None and self.dim_out % self.num_heads:
-            raise ValueError(_not_divisible(self.dim_out, self.num_heads))
-        self.scope_size = _check_window("scope_size", scope_size)
-        self.max_size = _check_window_or_none("max_size", max_size, odd=False)
+        if self.dim_out is not None:
+            v.divisible("dim_out", self.dim_out, "num_heads", self.num_heads)
+        self.scope_size = v.scope("scope_size", scope_size)
+        self.max_size = v.extent("max_size", max_size)
         if self.max_size is not None and self.scope_size is not None:
             raise ValueError(
                 "`max_size` only applies to the global context (scope_size=None); received "
                 f"max_size={max_size!r} with scope_size={scope_size!r}."
             )
-        self.implementation = v.one_of("implementation", implementation, IMPLEMENTATIONS)
+        self.implementation = v.implementation(
+            implementation, IMPLEMENTATIONS, intra_depth=self.intra_depth
+        )
         self.content = bool(content)
         self.position = bool(position)
         if not (self.content or self.position):
@@ -171,10 +173,10 @@ class LambdaLayer(keras.layers.Layer):
         self.batch_norm_momentum = float(batch_norm_momentum)
         self.batch_norm_epsilon = float(batch_norm_epsilon)
         self.causal = bool(causal)
-        self.context_mask = _check_context_mask(context_mask)
+        self.context_mask = v.square_bool_mask("context_mask", context_mask)
         self.use_bias = bool(use_bias)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self._check_implementation()
+        self._check_mask_options()
 
         if isinstance(position_embedding, dict):
             position_embedding = keras.saving.deserialize_keras_object(position_embedding)
@@ -189,18 +191,11 @@ class LambdaLayer(keras.layers.Layer):
         """Number of lambdas per position: 1 (multi-query) or ``num_heads`` (multi-head)."""
         return self.num_heads if self.multi_head else 1
 
-    def _check_implementation(self):
-        impl = self.implementation
-        if impl == "depthwise" and self.intra_depth > 1:
-            raise ValueError(
-                "implementation='depthwise' cannot compute intra-depth > 1 (the paper defines "
-                f"|u| > 1 for the einsum and the (n+1)-d convolution); received "
-                f"intra_depth={self.intra_depth}. Use implementation='conv', 'einsum' or 'auto'."
-            )
-        if self.context_mask is not None and impl in ("conv", "depthwise"):
+    def _check_mask_options(self):
+        if self.context_mask is not None and self.implementation in ("conv", "depthwise"):
             raise ValueError(
                 f"`context_mask` needs the einsum implementation; received "
-                f"implementation={impl!r}. Use implementation='einsum' or 'auto'."
+                f"implementation={self.implementation!r}. Use implementation='einsum' or 'auto'."
             )
         if self.context_mask is not None and self.causal:
             raise ValueError(
@@ -250,35 +245,45 @@ class LambdaLayer(keras.layers.Layer):
                 f"{input_shape}."
             )
         dim_out = self.dim_out or channels
-        if dim_out % self.num_heads:
-            raise ValueError(_not_divisible(dim_out, self.num_heads))
+        v.divisible("dim_out", dim_out, "num_heads", self.num_heads)
         self._rank = rank
         self._dim_out = dim_out
         self._value_dim = dim_out // self.num_heads
         spatial = input_shape[1:-1]
-        self._check_spatial(spatial)
-
+        self._check_context_mask_size(_num_positions(spatial))
         if self.position:
-            if self.position_embedding is None:
-                self.position_embedding = RelativePositionEmbedding(
-                    size=self._embedding_size(spatial),
-                    key_dim=self.key_dim,
-                    intra_depth=self.intra_depth,
-                    groups=self.groups,
-                    rank=rank,
-                    name="position_embedding",
-                    dtype=self.dtype_policy,
-                )
-            elif self.position_embedding.rank != rank:
-                raise ValueError(
-                    f"The shared position_embedding has rank={self.position_embedding.rank} but "
-                    f"the inputs have {rank} spatial axes (input shape {input_shape})."
-                )
-            self.position_embedding.build()
+            self._build_position_embedding(spatial)
             self._check_global_range(spatial)
-
         h, k, u, g = self.num_heads, self.key_dim, self.intra_depth, self.groups
         self._splits = [h * k, g * k * u, g * self._value_dim * u]
+        self._build_projections(channels)
+        self.query_norm = self._batch_norm("query_norm", input_shape, self.query_batch_norm, 0)
+        self.value_norm = self._batch_norm("value_norm", input_shape, self.value_batch_norm, 2)
+        self.built = True
+
+    def _build_position_embedding(self, spatial):
+        """Create the layer's own embeddings, or check that a shared one fits the inputs."""
+        rank = len(spatial)
+        if self.position_embedding is None:
+            self.position_embedding = RelativePositionEmbedding(
+                size=self._embedding_size(spatial),
+                key_dim=self.key_dim,
+                intra_depth=self.intra_depth,
+                groups=self.groups,
+                rank=rank,
+                name="position_embedding",
+                dtype=self.dtype_policy,
+            )
+        elif self.position_embedding.rank != rank:
+            raise ValueError(
+                f"The shared position_embedding has rank={self.position_embedding.rank} but "
+                f"the inputs have {rank} spatial axes (spatial shape {tuple(spatial)})."
+            )
+        self.position_embedding.build()
+
+    def _build_projections(self, channels: int):
+        """The fused query/key/value kernel ``[channels, sum(splits)]`` (App. F.2 init)."""
+        k = self.key_dim
         init_kv = keras.initializers.RandomNormal(stddev=channels**-0.5)
         init_q = keras.initializers.RandomNormal(stddev=(k * channels) ** -0.5)
 
@@ -298,20 +303,19 @@ class LambdaLayer(keras.layers.Layer):
             if self.use_bias
             else None
         )
-        bn = {
-            "momentum": self.batch_norm_momentum,
-            "epsilon": self.batch_norm_epsilon,
-            "dtype": self.dtype_policy,
-        }
-        self.query_norm = None
-        self.value_norm = None
-        if self.query_batch_norm:
-            self.query_norm = keras.layers.BatchNormalization(name="query_norm", **bn)
-            self.query_norm.build((*input_shape[:-1], self._splits[0]))
-        if self.value_batch_norm:
-            self.value_norm = keras.layers.BatchNormalization(name="value_norm", **bn)
-            self.value_norm.build((*input_shape[:-1], self._splits[2]))
-        self.built = True
+
+    def _batch_norm(self, name: str, input_shape, enabled: bool, split: int):
+        """The batch norm of the queries (split 0) or values (split 2), built; None if off."""
+        if not enabled:
+            return None
+        norm = keras.layers.BatchNormalization(
+            momentum=self.batch_norm_momentum,
+            epsilon=self.batch_norm_epsilon,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        norm.build((*input_shape[:-1], self._splits[split]))
+        return norm
 
     def _embedding_size(self, spatial) -> tuple[int, ...]:
         rank = len(spatial)
@@ -336,27 +340,39 @@ class LambdaLayer(keras.layers.Layer):
             )
         return tuple(2 * s - 1 for s in max_size)
 
-    def _check_spatial(self, spatial):
-        if self.context_mask is not None:
-            n = _num_positions(spatial)
-            if n is not None and self.context_mask.shape != (n, n):
-                raise ValueError(
-                    f"`context_mask` must have shape [n, n] = [{n}, {n}] for inputs with spatial "
-                    f"shape {tuple(spatial)}; received context_mask of shape "
-                    f"{list(self.context_mask.shape)}."
-                )
+    def _check_context_mask_size(self, n):
+        """The context mask must be ``[n, n]`` for inputs of ``n`` positions (an int; ``None``
+        or a tensor when unknown, checked when the layer is called on a known shape)."""
+        if self.context_mask is None or not isinstance(n, (int, np.integer)):
+            return
+        if self.context_mask.shape != (n, n):
+            raise ValueError(
+                f"`context_mask` must have shape [n, n] = [{n}, {n}] for inputs with {n} "
+                f"positions; received context_mask of shape {list(self.context_mask.shape)}."
+            )
 
     def _check_global_range(self, spatial):
-        """A global context must cover the map: error early when the shape is static."""
+        """A global context's embeddings must cover the map: axes of static length (ints) are
+        checked now (``ValueError``), axes of unknown length (tensors) when the graph runs;
+        ``None`` (unknown at build time) is skipped."""
         if self.scope_size is not None:
             return
         extent = self.position_embedding.max_extent
         for axis, (s, e) in enumerate(zip(spatial, extent, strict=True)):
-            if s is not None and s > e:
+            if isinstance(s, (int, np.integer)) and s > e:
                 raise ValueError(
                     f"Global context: the relative embeddings cover maps up to {extent} but the "
                     f"inputs have spatial shape {tuple(spatial)} (axis {axis}: {s} > {e}). Build "
                     "the layer with a larger `max_size`, or use a local `scope_size`."
+                )
+            if isinstance(s, tf.Tensor):
+                tf.debugging.assert_less_equal(
+                    s,
+                    e,
+                    message=(
+                        "LambdaLayer global context: the input map is larger than the relative "
+                        f"embeddings cover ({extent}); build the layer with a larger max_size."
+                    ),
                 )
 
     # ------------------------------------------------------------------ call
@@ -408,13 +424,13 @@ class LambdaLayer(keras.layers.Layer):
                 f"This LambdaLayer was built for inputs of rank {rank + 2}; received input shape "
                 f"{tuple(static)}."
             )
-        if self.position:
-            self._check_global_range(static[1:-1])
         shape = tf.shape(x)
         batch = shape[0]
         spatial = [
             static[1 + i] if static[1 + i] is not None else shape[1 + i] for i in range(rank)
         ]
+        if self.position:
+            self._check_global_range(spatial)
         n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
         h, k, u, g, vd = (
             self.num_heads,
@@ -446,7 +462,6 @@ class LambdaLayer(keras.layers.Layer):
         impl = None
         if self.position:
             impl = self.resolve_implementation(static[1:-1])
-            self._assert_global_range(spatial)
         if impl == "einsum":
             y = self._einsum_outputs(q, values, content, spatial, mask)
         else:
@@ -461,11 +476,7 @@ class LambdaLayer(keras.layers.Layer):
     def _mask(self, n, dtype):
         """``[n, m]`` context mask (1 = visible), or None for an unmasked context."""
         if self.context_mask is not None:
-            if not isinstance(n, tf.Tensor) and self.context_mask.shape != (n, n):
-                raise ValueError(
-                    f"`context_mask` has shape {list(self.context_mask.shape)} but the inputs "
-                    f"have {n} positions; it must be [{n}, {n}]."
-                )
+            self._check_context_mask_size(n)
             return tf.constant(self.context_mask, dtype=dtype)
         if self.causal:
             return tf.linalg.band_part(tf.ones([n, n], dtype), -1, 0)  # m <= n
@@ -551,22 +562,6 @@ class LambdaLayer(keras.layers.Layer):
         out = fn(kernel, grid)
         return tf.reshape(out, [batch, -1, *out.shape[-3:]])
 
-    def _assert_global_range(self, spatial):
-        """Run-time check of a global context's range along axes of unknown length."""
-        if self.scope_size is not None:
-            return
-        for s, e in zip(spatial, self.position_embedding.max_extent, strict=True):
-            if not isinstance(s, (int, np.integer)):
-                tf.debugging.assert_less_equal(
-                    s,
-                    e,
-                    message=(
-                        "LambdaLayer global context: the input map is larger than the relative "
-                        f"embeddings cover ({self.position_embedding.max_extent}); build the "
-                        "layer with a larger max_size."
-                    ),
-                )
-
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)
         _check_input_rank(input_shape)
@@ -616,13 +611,6 @@ def _apply_lambdas(q, lambdas):
     return tf.einsum("bngqk,bngkv->bngqv", q, lambdas)
 
 
-def _not_divisible(dim_out, num_heads) -> str:
-    return (
-        f"`dim_out` must be divisible by `num_heads` (the value depth is dim_out / num_heads); "
-        f"received dim_out={dim_out}, num_heads={num_heads}."
-    )
-
-
 def _check_input_rank(input_shape) -> int:
     if len(input_shape) not in (3, 4):
         raise ValueError(
@@ -631,46 +619,6 @@ def _check_input_rank(input_shape) -> int:
             f"(rank {len(input_shape)})."
         )
     return len(input_shape) - 2
-
-
-def _check_window(name, value):
-    """``None`` (global) or odd positive ints: an int or a tuple of 1 or 2."""
-    if value is None:
-        return None
-    rank = len(value) if isinstance(value, (tuple, list)) else 1
-    if rank not in (1, 2):
-        raise ValueError(
-            f"`{name}` must be an odd int or a tuple of 1 or 2 odd ints; received {name}={value!r}."
-        )
-    window = v.odd_window(name, value, rank)
-    return window[0] if not isinstance(value, (tuple, list)) else window
-
-
-def _check_window_or_none(name, value, odd):
-    if value is None:
-        return None
-    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
-    if len(values) not in (1, 2):
-        raise ValueError(f"`{name}` must be an int or a tuple of 1 or 2 ints; received {value!r}.")
-    for s in values:
-        v.positive_int(name, s)
-    return values[0] if not isinstance(value, (tuple, list)) else values
-
-
-def _check_context_mask(mask):
-    if mask is None:
-        return None
-    if isinstance(mask, (tf.Tensor, tf.Variable)):
-        mask = mask.numpy()
-    mask = np.asarray(mask)
-    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
-        raise ValueError(
-            "`context_mask` must be a square [n, n] array (query n, context position m); "
-            f"received an array of shape {list(mask.shape)}."
-        )
-    if not np.isin(mask, (0, 1)).all():
-        raise ValueError("`context_mask` must hold booleans or 0/1 values.")
-    return mask.astype(bool)
 
 
 def _num_positions(spatial) -> int | None:

@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from lambda_keras.layers import _validation as v
+from lambda_keras import _validation as v
 
 __all__ = ["RelativePositionEmbedding"]
 

@@ -9,11 +9,11 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402  (before TensorFlow)
-from timm.layers.lambda_layer import LambdaLayer as TimmLambdaLayer  # noqa: E402
+import numpy as np
+import torch  # before TensorFlow
+from timm.layers.lambda_layer import LambdaLayer as TimmLambdaLayer
 
-from lambda_keras.layers import LambdaLayer  # noqa: E402
+from lambda_keras.layers import LambdaLayer
 
 
 def compare(side_h, side_w, dim, dim_out, scope, seed=0):

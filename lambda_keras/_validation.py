@@ -1,0 +1,142 @@
+"""Argument checks shared by the layers, the zoo and the training code.
+
+Each check returns the value in its normalised form or raises an error that names the argument,
+the value received and what is allowed, before anything is built.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+__all__ = [
+    "divisible",
+    "extent",
+    "implementation",
+    "odd_window",
+    "one_of",
+    "positive_int",
+    "positive_number",
+    "scope",
+    "square_bool_mask",
+]
+
+
+def _is_int(value) -> bool:
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def positive_int(name: str, value) -> int:
+    """Return ``value`` as an int, or raise if it is not a positive integer."""
+    if not _is_int(value) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+    return int(value)
+
+
+def positive_number(name: str, value) -> float:
+    """Return ``value`` as a float, or raise if it is not a finite number > 0."""
+    ok = (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float, np.integer, np.floating))
+        and math.isfinite(value)
+        and value > 0
+    )
+    if not ok:
+        raise ValueError(f"`{name}` must be a positive number; received {name}={value!r}.")
+    return float(value)
+
+
+def one_of(name: str, value, allowed: Sequence) -> object:
+    """Return ``value`` if it is one of ``allowed``, else raise."""
+    if value not in allowed:
+        raise ValueError(
+            f"`{name}` must be one of {', '.join(repr(a) for a in allowed)}; "
+            f"received {name}={value!r}."
+        )
+    return value
+
+
+def divisible(name: str, value: int, by_name: str, by: int) -> None:
+    """Raise unless ``value`` (argument ``name``) is a multiple of ``by`` (argument ``by_name``)."""
+    if value % by:
+        raise ValueError(
+            f"`{name}` must be divisible by `{by_name}` (the value depth is {name} / "
+            f"{by_name}); received {name}={value}, {by_name}={by}."
+        )
+
+
+def odd_window(name: str, value: int | Sequence[int], rank: int) -> tuple[int, ...]:
+    """Return a window extent as a ``rank``-tuple of positive odd ints, or raise.
+
+    An int means the same extent on every axis.
+    """
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * rank
+    ok = len(values) == rank and all(_is_int(s) and s > 0 and s % 2 == 1 for s in values)
+    if not ok:
+        raise ValueError(
+            f"`{name}` must be a positive odd integer (or {rank} of them, one per spatial axis) "
+            f"so that the window is centred on the query; received {name}={value!r}."
+        )
+    return tuple(int(s) for s in values)
+
+
+def _one_or_two(name: str, value, what: str) -> tuple:
+    values = tuple(value) if isinstance(value, (tuple, list)) else (value,)
+    if len(values) not in (1, 2):
+        raise ValueError(
+            f"`{name}` must be {what} or a tuple of 1 or 2 of them; received {name}={value!r}."
+        )
+    return values
+
+
+def scope(name: str, value) -> int | tuple[int, ...] | None:
+    """A lambda layer's scope: ``None`` (global context), an odd int, or 1 or 2 odd ints.
+
+    Returns ``None``, the int, or the tuple.
+    """
+    if value is None:
+        return None
+    values = _one_or_two(name, value, "an odd int")
+    window = odd_window(name, values, len(values))
+    return window[0] if not isinstance(value, (tuple, list)) else window
+
+
+def extent(name: str, value) -> int | tuple[int, ...] | None:
+    """``None``, a positive int, or 1 or 2 positive ints (a map size)."""
+    if value is None:
+        return None
+    values = _one_or_two(name, value, "a positive int")
+    values = tuple(positive_int(name, s) for s in values)
+    return values[0] if not isinstance(value, (tuple, list)) else values
+
+
+def square_bool_mask(name: str, mask) -> np.ndarray | None:
+    """``None``, or a square ``[n, n]`` array of booleans / 0-1 values, returned as bool."""
+    if mask is None:
+        return None
+    if hasattr(mask, "numpy"):  # a tf.Tensor or tf.Variable
+        mask = mask.numpy()
+    mask = np.asarray(mask)
+    if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
+        raise ValueError(
+            f"`{name}` must be a square [n, n] array (query n, context position m); "
+            f"received an array of shape {list(mask.shape)}."
+        )
+    if not np.isin(mask, (0, 1)).all():
+        raise ValueError(f"`{name}` must hold booleans or 0/1 values.")
+    return mask.astype(bool)
+
+
+def implementation(value: str, allowed: Sequence[str], *, intra_depth: int) -> str:
+    """A lambda layer's ``implementation``: one of ``allowed``, and able to compute
+    ``intra_depth`` (the depthwise convolution cannot sum over it)."""
+    one_of("implementation", value, allowed)
+    if value == "depthwise" and intra_depth > 1:
+        raise ValueError(
+            "implementation='depthwise' cannot compute intra-depth > 1 (the paper defines "
+            f"|u| > 1 for the einsum and the (n+1)-d convolution); received "
+            f"intra_depth={intra_depth}. Use implementation='conv', 'einsum' or 'auto'."
+        )
+    return value
