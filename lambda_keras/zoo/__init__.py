@@ -1,23 +1,80 @@
 """The model zoo: builders with the ``keras.applications`` signature, a registry, FLOPs.
 
-* LambdaResNets and their -C4 variants (paper Table 19), ResNet-RS baselines:
-  ``LambdaResNet50`` ... ``LambdaResNet420``, ``LambdaResNet50C4`` ..., ``ResNetRS50(se=...)`` ...
+* LambdaResNets and their -C4 variants (paper Table 19): ``LambdaResNet50`` ...
+  ``LambdaResNet420C4`` in :mod:`.lambda_resnet`; their ResNet-RS baselines ``ResNetRS50`` ...
+  ``ResNetRS420`` and the family's spec table in :mod:`.resnet_rs`.
 * ``ResNet50(layout="CCLL")``: the vanilla ResNet-50 placement study (Tables 3, 8, 12).
 * ``MobileNetV2`` and ``LambdaMobileNetV2`` (App. E.4.2, Table 17).
+
+Every builder is registered by name (``list_models()``, ``get_model(name)``,
+``model_info(name)``).
 """
 
-from lambda_keras.zoo import hybrid_resnet50, lambda_resnet, mobilenet_v2, weights
+from lambda_keras.zoo import hybrid_resnet50, lambda_resnet, mobilenet_v2, resnet_rs, weights
 from lambda_keras.zoo.flops import count_flops
 from lambda_keras.zoo.hybrid_resnet50 import ResNet50
-from lambda_keras.zoo.lambda_resnet import *  # noqa: F403  (the 21 ResNet-RS family builders)
+from lambda_keras.zoo.lambda_resnet import (
+    LambdaResNet50,
+    LambdaResNet50C4,
+    LambdaResNet101,
+    LambdaResNet101C4,
+    LambdaResNet152,
+    LambdaResNet152C4,
+    LambdaResNet200,
+    LambdaResNet200C4,
+    LambdaResNet270,
+    LambdaResNet270C4,
+    LambdaResNet350,
+    LambdaResNet350C4,
+    LambdaResNet420,
+    LambdaResNet420C4,
+)
 from lambda_keras.zoo.mobilenet_v2 import LambdaMobileNetV2, MobileNetV2
-from lambda_keras.zoo.registry import get_model, list_models, model_builder
+from lambda_keras.zoo.registry import (
+    ModelInfo,
+    get_model,
+    list_models,
+    model_builder,
+    model_info,
+    register_model,
+)
+from lambda_keras.zoo.resnet_rs import (
+    ResNetRS50,
+    ResNetRS101,
+    ResNetRS152,
+    ResNetRS200,
+    ResNetRS270,
+    ResNetRS350,
+    ResNetRS420,
+)
 from lambda_keras.zoo.weights import WeightsSpec, register_weights, registered_weights
 
 __all__ = [
     "LambdaMobileNetV2",
+    "LambdaResNet50",
+    "LambdaResNet50C4",
+    "LambdaResNet101",
+    "LambdaResNet101C4",
+    "LambdaResNet152",
+    "LambdaResNet152C4",
+    "LambdaResNet200",
+    "LambdaResNet200C4",
+    "LambdaResNet270",
+    "LambdaResNet270C4",
+    "LambdaResNet350",
+    "LambdaResNet350C4",
+    "LambdaResNet420",
+    "LambdaResNet420C4",
     "MobileNetV2",
+    "ModelInfo",
     "ResNet50",
+    "ResNetRS50",
+    "ResNetRS101",
+    "ResNetRS152",
+    "ResNetRS200",
+    "ResNetRS270",
+    "ResNetRS350",
+    "ResNetRS420",
     "WeightsSpec",
     "count_flops",
     "get_model",
@@ -26,8 +83,10 @@ __all__ = [
     "list_models",
     "mobilenet_v2",
     "model_builder",
+    "model_info",
+    "register_model",
     "register_weights",
     "registered_weights",
+    "resnet_rs",
     "weights",
-    *[name for name in lambda_resnet.__all__ if name[0].isupper()],
 ]

@@ -12,6 +12,26 @@ from lambda_keras.zoo import weights as weights_lib
 
 POOLINGS = (None, "avg", "max")
 
+# The keras.applications arguments, documented once for every builder's docstring.
+APPLICATION_ARGS_DOC = """
+    Args:
+        include_top: Whether to include the classifier (global pooling, dropout, dense).
+        weights: ``None`` (random initialisation), a registered weights name (see
+            :func:`lambda_keras.zoo.weights.registered_weights`) or the path to a
+            ``.weights.h5`` file.
+        input_tensor: Optional Keras tensor to use as the image input.
+        input_shape: ``(height, width, 3)``, at least 32x32; default ``(224, 224, 3)``.
+        pooling: With ``include_top=False``: ``None`` (the final feature map
+            ``[batch, h/32, w/32, channels]``), ``"avg"`` or ``"max"``.
+        classes: Number of classes of the classifier.
+        classifier_activation: Activation of the classifier (``None`` for logits).
+        name: Model name."""
+
+RETURNS_DOC = """
+    Returns:
+        A ``keras.Model``.
+"""
+
 
 @dataclasses.dataclass(frozen=True)
 class ApplicationArgs:
@@ -28,54 +48,59 @@ class ApplicationArgs:
 
 
 def check_arguments(
-    *,
-    architecture: str,
-    weights,
-    include_top: bool,
-    input_tensor,
-    input_shape,
-    pooling,
-    classes: int,
-    classifier_activation,
-    default_size: int,
-    min_size: int,
-):
+    args: ApplicationArgs, *, architecture: str, default_size: int, min_size: int
+) -> tuple[weights_lib.WeightsSpec | str | None, tuple]:
     """Validate the keras.applications arguments before anything is built.
 
     Returns:
         ``(resolved_weights, input_shape)`` with the input shape completed to
         ``(height, width, channels)``.
     """
-    resolved = weights_lib.resolve_weights(weights, architecture)
-    if pooling not in POOLINGS:
+    resolved = weights_lib.resolve_weights(args.weights, architecture)
+    if args.pooling not in POOLINGS:
         raise ValueError(
-            f"`pooling` must be one of None, 'avg' or 'max'; received pooling={pooling!r}."
+            f"`pooling` must be one of None, 'avg' or 'max'; received pooling={args.pooling!r}."
         )
+    classes = args.classes
     if isinstance(classes, bool) or not isinstance(classes, (int, np.integer)) or classes < 1:
         raise ValueError(f"`classes` must be a positive integer; received classes={classes!r}.")
-    if isinstance(resolved, weights_lib.WeightsSpec):
-        if include_top and classes != resolved.classes:
-            raise ValueError(
-                f"With weights={weights!r} and include_top=True, `classes` must be "
-                f"{resolved.classes} (the classifier the weights hold); received "
-                f"classes={classes}."
-            )
-        if include_top and classifier_activation not in ("softmax", None):
-            raise ValueError(
-                "With pretrained weights and include_top=True, `classifier_activation` must be "
-                f"'softmax' or None; received {classifier_activation!r}."
-            )
-    if input_tensor is not None and not keras.backend.is_keras_tensor(input_tensor):
+    if isinstance(resolved, weights_lib.WeightsSpec) and args.include_top:
+        _check_pretrained_head(args, resolved)
+    if args.input_tensor is not None and not keras.backend.is_keras_tensor(args.input_tensor):
         raise TypeError(
             "`input_tensor` must be a Keras tensor (the output of keras.Input or of a layer); "
-            f"received {type(input_tensor).__name__}."
+            f"received {type(args.input_tensor).__name__}."
         )
-    if input_shape is None and input_tensor is not None:
-        input_shape = tuple(input_tensor.shape[1:])
+    input_shape = _input_shape(args, resolved, default_size)
+    _check_input_shape(input_shape, resolved, architecture, min_size)
+    return resolved, input_shape
+
+
+def _check_pretrained_head(args: ApplicationArgs, spec: weights_lib.WeightsSpec) -> None:
+    if args.classes != spec.classes:
+        raise ValueError(
+            f"With weights={args.weights!r} and include_top=True, `classes` must be "
+            f"{spec.classes} (the classifier the weights hold); received classes={args.classes}."
+        )
+    if args.classifier_activation not in ("softmax", None):
+        raise ValueError(
+            "With pretrained weights and include_top=True, `classifier_activation` must be "
+            f"'softmax' or None; received {args.classifier_activation!r}."
+        )
+
+
+def _input_shape(args: ApplicationArgs, resolved, default_size: int) -> tuple:
+    """``input_shape``, else the input tensor's, else the weights' or the default size."""
+    input_shape = args.input_shape
+    if input_shape is None and args.input_tensor is not None:
+        input_shape = tuple(args.input_tensor.shape[1:])
     if input_shape is None:
         size = resolved.input_size if isinstance(resolved, weights_lib.WeightsSpec) else None
         input_shape = (size or default_size, size or default_size, 3)
-    input_shape = tuple(input_shape)
+    return tuple(input_shape)
+
+
+def _check_input_shape(input_shape: tuple, resolved, architecture: str, min_size: int) -> None:
     if len(input_shape) != 3:
         raise ValueError(
             "`input_shape` must be (height, width, channels) (channels last); received "
@@ -94,7 +119,6 @@ def check_arguments(
                 f"`input_shape` must be at least {min_size}x{min_size} for {architecture!r}; "
                 f"received input_shape={input_shape}."
             )
-    return resolved, input_shape
 
 
 def build(
@@ -112,16 +136,7 @@ def build(
     ``include_top=False`` and registered weights the full model is built, loaded and cut there.
     """
     resolved, input_shape = check_arguments(
-        architecture=architecture,
-        weights=args.weights,
-        include_top=args.include_top,
-        input_tensor=args.input_tensor,
-        input_shape=args.input_shape,
-        pooling=args.pooling,
-        classes=args.classes,
-        classifier_activation=args.classifier_activation,
-        default_size=default_size,
-        min_size=min_size,
+        args, architecture=architecture, default_size=default_size, min_size=min_size
     )
     name = args.name or architecture
     if isinstance(resolved, weights_lib.WeightsSpec) and not args.include_top:
@@ -148,26 +163,28 @@ def build(
     if inputs is None:
         inputs = keras.Input(input_shape, name="images")
     x = body(inputs)
-    if args.include_top:
-        x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
-        if dropout_rate > 0:
-            x = keras.layers.Dropout(dropout_rate, name="top_dropout")(x)
-        x = keras.layers.Dense(
-            args.classes,
-            activation=args.classifier_activation,
-            kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
-            # The classifier in full precision under mixed precision: float32 probabilities.
-            dtype=keras.config.dtype_policy().variable_dtype,
-            name="predictions",
-        )(x)
-    else:
-        x = _pool(x, args.pooling)
+    x = _classifier(x, args, dropout_rate) if args.include_top else _pool(x, args.pooling)
     model = keras.Model(inputs, x, name=name)
     if isinstance(resolved, weights_lib.WeightsSpec):
         weights_lib.load_into(model, weights_lib.fetch_weights(resolved), architecture)
     elif resolved is not None:
         weights_lib.load_into(model, resolved, architecture)
     return model
+
+
+def _classifier(x, args: ApplicationArgs, dropout_rate: float):
+    """Global average pool, dropout, dense classifier."""
+    x = keras.layers.GlobalAveragePooling2D(name="avg_pool")(x)
+    if dropout_rate > 0:
+        x = keras.layers.Dropout(dropout_rate, name="top_dropout")(x)
+    return keras.layers.Dense(
+        args.classes,
+        activation=args.classifier_activation,
+        kernel_initializer=keras.initializers.RandomNormal(stddev=0.01),
+        # The classifier in full precision under mixed precision: float32 probabilities.
+        dtype=keras.config.dtype_policy().variable_dtype,
+        name="predictions",
+    )(x)
 
 
 def _pool(x, pooling):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import keras
 
 from lambda_keras.zoo import _common
+from lambda_keras.zoo.registry import register_model
 from lambda_keras.zoo.resnet_blocks import LambdaConfig, NormConfig, bottleneck, classic_stem
 
 __all__ = ["ResNet50", "decode_predictions", "preprocess_input"]
@@ -37,6 +38,7 @@ def _check_layout(layout) -> str:
     return layout.upper()
 
 
+@register_model("resnet50")
 def ResNet50(
     include_top: bool = True,
     weights: str | None = None,
@@ -96,8 +98,16 @@ def ResNet50(
 
     suffix = "" if layout == "CCCC" else "_" + layout.lower()
     name = name or "resnet50" + suffix
-    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
-                                  classes, classifier_activation, name)  # fmt: skip
+    app = _common.ApplicationArgs(
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        name,
+    )
     return _common.build(
         app,
         architecture="resnet50" + suffix + (f"_u{intra_depth}" if intra_depth > 1 else ""),

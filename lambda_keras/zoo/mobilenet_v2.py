@@ -11,14 +11,24 @@ from __future__ import annotations
 
 import keras
 
+from lambda_keras import _validation as v
 from lambda_keras.layers import LambdaLayer
+from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
 from lambda_keras.zoo import _common
+from lambda_keras.zoo.registry import register_model
 
 __all__ = ["LambdaMobileNetV2", "MobileNetV2", "decode_predictions", "preprocess_input"]
 
 # (expansion t, output channels c, repeats n, first stride s), Sandler et al. Table 2.
-STAGES = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
-          (6, 160, 3, 2), (6, 320, 1, 1))  # fmt: skip
+STAGES = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
 PAPER_LAMBDA_BLOCKS = (10, 16)
 BN = {"momentum": 0.99, "epsilon": 1e-3}
 
@@ -60,9 +70,12 @@ def inverted_bottleneck(x, expansion: int, filters: int, strides: int, name: str
     if strides == 2:
         y = keras.layers.ZeroPadding2D(((0, 1), (0, 1)), name=f"{name}_pad")(y)
     y = keras.layers.DepthwiseConv2D(
-        3, strides=strides, padding="valid" if strides == 2 else "same", use_bias=False,
+        3,
+        strides=strides,
+        padding="valid" if strides == 2 else "same",
+        use_bias=False,
         name=f"{name}_depthwise",
-    )(y)  # fmt: skip
+    )(y)
     y = _bn_relu6(y, f"{name}_depthwise")
     y = _pointwise(y, filters, f"{name}_project")
     y = keras.layers.BatchNormalization(name=f"{name}_project_bn", **BN)(y)
@@ -71,15 +84,15 @@ def inverted_bottleneck(x, expansion: int, filters: int, strides: int, name: str
     return y
 
 
-def lambda_block(x, filters: int, name: str, *, key_dim, num_heads, scope_size,
-                 implementation):  # fmt: skip
-    """Lightweight lambda block: 1x1 (same channels), lambda convolution, 1x1 (linear)."""
+def lambda_block(x, filters: int, name: str, lambda_options: dict):
+    """Lightweight lambda block: 1x1 (same channels), lambda convolution, 1x1 (linear).
+
+    ``lambda_options``: the lambda layer's ``key_dim``, ``num_heads``, ``scope_size`` and
+    ``implementation``.
+    """
     channels = x.shape[-1]
     y = _bn_relu6(_pointwise(x, channels, f"{name}_expand"), f"{name}_expand")
-    y = LambdaLayer(
-        channels, key_dim=key_dim, num_heads=num_heads, scope_size=scope_size,
-        implementation=implementation, name=f"{name}_lambda",
-    )(y)  # fmt: skip
+    y = LambdaLayer(channels, name=f"{name}_lambda", **lambda_options)(y)
     y = _bn_relu6(y, f"{name}_lambda")
     y = _pointwise(y, filters, f"{name}_project")
     y = keras.layers.BatchNormalization(name=f"{name}_project_bn", **BN)(y)
@@ -88,13 +101,8 @@ def lambda_block(x, filters: int, name: str, *, key_dim, num_heads, scope_size,
     return y
 
 
-def _mobilenet_v2(
-    app: _common.ApplicationArgs, *, architecture, lambda_blocks, alpha, dropout_rate, key_dim,
-    num_heads, scope_size, implementation,
-):  # fmt: skip
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or alpha <= 0:
-        raise ValueError(f"`alpha` must be a positive number; received alpha={alpha!r}.")
-    # The 1-indexed blocks that keep their shape (stride 1, same channels in and out).
+def _replaceable_blocks() -> list[int]:
+    """The 1-indexed blocks that keep their shape (stride 1, same channels in and out)."""
     replaceable, block, channels_in = [], 0, 16
     for expansion, channels, repeats, stride in STAGES:
         for i in range(repeats):
@@ -102,18 +110,41 @@ def _mobilenet_v2(
             if (stride == 1 or i > 0) and channels == channels_in and expansion != 1:
                 replaceable.append(block)
             channels_in = channels
+    return replaceable
+
+
+def _check_lambda_blocks(lambda_blocks, alpha: float, lambda_options: dict) -> None:
+    """Fail on blocks that cannot be lambda blocks, or bad lambda hyper-parameters, before any
+    layer is built."""
+    replaceable = _replaceable_blocks()
+    if any(block not in replaceable for block in lambda_blocks):
+        raise ValueError(
+            "`lambda_blocks` holds 1-indexed inverted bottlenecks that keep their shape "
+            f"(stride 1, same channels in and out): {replaceable}; received "
+            f"lambda_blocks={tuple(lambda_blocks)}."
+        )
+    if not lambda_blocks:
+        return
+    num_heads = v.positive_int("num_heads", lambda_options["num_heads"])
+    v.positive_int("key_dim", lambda_options["key_dim"])
+    v.scope("scope_size", lambda_options["scope_size"])
+    v.implementation(lambda_options["implementation"], IMPLEMENTATIONS, intra_depth=1)
     for block in lambda_blocks:
-        if block not in replaceable:
-            raise ValueError(
-                "`lambda_blocks` holds 1-indexed inverted bottlenecks that keep their shape "
-                f"(stride 1, same channels in and out): {replaceable}; received "
-                f"lambda_blocks={tuple(lambda_blocks)}."
-            )
-        # Fail on bad lambda hyper-parameters before any layer is built.
-        LambdaLayer(
-            make_divisible(_block_channels(block) * alpha), key_dim=key_dim, num_heads=num_heads,
-            scope_size=scope_size, implementation=implementation,
-        )  # fmt: skip
+        channels = make_divisible(_block_channels(block) * alpha)
+        v.divisible("dim_out", channels, "num_heads", num_heads)
+
+
+def _mobilenet_v2(
+    app: _common.ApplicationArgs,
+    *,
+    architecture: str,
+    lambda_blocks: tuple[int, ...],
+    alpha: float,
+    dropout_rate: float,
+    lambda_options: dict,
+) -> keras.Model:
+    v.positive_number("alpha", alpha)
+    _check_lambda_blocks(lambda_blocks, alpha, lambda_options)
 
     def body(x):
         x = keras.layers.ZeroPadding2D(((0, 1), (0, 1)), name="stem_pad")(x)
@@ -128,10 +159,7 @@ def _mobilenet_v2(
                 block += 1
                 strides = stride if i == 0 else 1
                 if block in lambda_blocks:
-                    x = lambda_block(
-                        x, filters, f"block{block}", key_dim=key_dim,
-                        num_heads=num_heads, scope_size=scope_size, implementation=implementation,
-                    )  # fmt: skip
+                    x = lambda_block(x, filters, f"block{block}", lambda_options)
                 else:
                     x = inverted_bottleneck(x, expansion, filters, strides, f"block{block}")
         last = make_divisible(1280 * alpha) if alpha > 1.0 else 1280
@@ -142,6 +170,7 @@ def _mobilenet_v2(
     return _common.build(app, architecture=architecture, body=body, dropout_rate=dropout_rate)
 
 
+@register_model("mobilenet_v2")
 def MobileNetV2(
     include_top: bool = True,
     weights: str | None = None,
@@ -163,14 +192,27 @@ def MobileNetV2(
         alpha: Width multiplier.
         dropout_rate: Dropout before the classifier (0.2, App. F.3).
     """
-    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
-                                  classes, classifier_activation, name)  # fmt: skip
+    app = _common.ApplicationArgs(
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        name,
+    )
     return _mobilenet_v2(
-        app, architecture="mobilenet_v2", lambda_blocks=(), alpha=alpha,
-        dropout_rate=dropout_rate, key_dim=32, num_heads=4, scope_size=5, implementation="auto",
-    )  # fmt: skip
+        app,
+        architecture="mobilenet_v2",
+        lambda_blocks=(),
+        alpha=alpha,
+        dropout_rate=dropout_rate,
+        lambda_options={},
+    )
 
 
+@register_model("lambda_mobilenet_v2")
 def LambdaMobileNetV2(
     include_top: bool = True,
     weights: str | None = None,
@@ -201,10 +243,27 @@ def LambdaMobileNetV2(
         key_dim, num_heads, scope_size, implementation: The lambda convolution (paper: 32, 4,
             5x5).
     """
-    app = _common.ApplicationArgs(include_top, weights, input_tensor, input_shape, pooling,
-                                  classes, classifier_activation, name)  # fmt: skip
+    app = _common.ApplicationArgs(
+        include_top,
+        weights,
+        input_tensor,
+        input_shape,
+        pooling,
+        classes,
+        classifier_activation,
+        name,
+    )
+    lambda_options = {
+        "key_dim": key_dim,
+        "num_heads": num_heads,
+        "scope_size": scope_size,
+        "implementation": implementation,
+    }
     return _mobilenet_v2(
-        app, architecture="lambda_mobilenet_v2", lambda_blocks=tuple(lambda_blocks), alpha=alpha,
-        dropout_rate=dropout_rate, key_dim=key_dim, num_heads=num_heads, scope_size=scope_size,
-        implementation=implementation,
-    )  # fmt: skip
+        app,
+        architecture="lambda_mobilenet_v2",
+        lambda_blocks=tuple(lambda_blocks),
+        alpha=alpha,
+        dropout_rate=dropout_rate,
+        lambda_options=lambda_options,
+    )

@@ -13,10 +13,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from lambda_keras.zoo.flops import count_flops  # noqa: E402
-from lambda_keras.zoo.registry import get_model  # noqa: E402
+from lambda_keras.zoo.flops import count_flops
+from lambda_keras.zoo.registry import get_model
 
 PARAMS_TOLERANCE = 0.015
 FLOPS_TOLERANCE = 0.03
@@ -34,10 +34,20 @@ class PaperRow:
 
 PAPER = (
     PaperRow("ResNet-50", "Table 3, 12", "resnet50", {}, 25.6),
-    PaperRow("ResNet-50, all 3x3 convs -> lambda (L→L→L→L)", "Table 3, 12", "resnet50",
-             {"layout": "LLLL"}, 15.0),
-    PaperRow("ResNet-50, all lambda, \\|u\\|=4 (scope 7x7)", "Table 3, 8", "resnet50",
-             {"layout": "LLLL", "intra_depth": 4}, 16.0),
+    PaperRow(
+        "ResNet-50, all 3x3 convs -> lambda (L→L→L→L)",
+        "Table 3, 12",
+        "resnet50",
+        {"layout": "LLLL"},
+        15.0,
+    ),
+    PaperRow(
+        "ResNet-50, all lambda, \\|u\\|=4 (scope 7x7)",
+        "Table 3, 8",
+        "resnet50",
+        {"layout": "LLLL", "intra_depth": 4},
+        16.0,
+    ),
     PaperRow("ResNet-50 L→L→L→C", "Table 12", "resnet50", {"layout": "LLLC"}, 21.7),
     PaperRow("ResNet-50 C→L→L→L", "Table 12", "resnet50", {"layout": "CLLL"}, 15.1),
     PaperRow("ResNet-50 C→C→L→L", "Table 12", "resnet50", {"layout": "CCLL"}, 15.4),
@@ -52,9 +62,15 @@ PAPER = (
     PaperRow("LambdaResNet-152-C4", "Table 13, 15", "lambda_resnet152_c4", {}, 35.1),
     PaperRow("LambdaResNet-200-C4", "Table 15", "lambda_resnet200_c4", {}, 42.0),
     PaperRow("MobileNetV2", "Table 17", "mobilenet_v2", {}, 3.50, 603.0),
-    PaperRow("MobileNetV2 with 2 lightweight lambda blocks", "Table 17", "lambda_mobilenet_v2",
-             {}, 3.21, 563.0),
-)  # fmt: skip
+    PaperRow(
+        "MobileNetV2 with 2 lightweight lambda blocks",
+        "Table 17",
+        "lambda_mobilenet_v2",
+        {},
+        3.21,
+        563.0,
+    ),
+)
 
 
 def measure(row: PaperRow) -> dict:
@@ -81,8 +97,11 @@ def markdown(results: list[dict]) -> str:
         call = f"`get_model({row.model!r}{', ' + args if args else ''})`"
         flops = ("", "", "")
         if row.flops_m is not None:
-            flops = (f"{row.flops_m:.0f}", f"{result['flops_m']:.0f}",
-                     _delta(result["flops_m"], row.flops_m))  # fmt: skip
+            flops = (
+                f"{row.flops_m:.0f}",
+                f"{result['flops_m']:.0f}",
+                _delta(result["flops_m"], row.flops_m),
+            )
         lines.append(
             f"| {row.label} | {row.source} | {call} | {row.params_m:.2f} | "
             f"{result['params_m']:.2f} | {_delta(result['params_m'], row.params_m)} | "

@@ -10,7 +10,9 @@ import dataclasses
 
 import keras
 
+from lambda_keras import _validation as v
 from lambda_keras.layers import LambdaLayer, StochasticDepth
+from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
 
 
 def conv_init() -> keras.initializers.Initializer:
@@ -35,14 +37,11 @@ class LambdaConfig:
 
     def __post_init__(self):
         # Fail on bad hyper-parameters before any layer of the model is built.
-        LambdaLayer(
-            4 * self.num_heads if isinstance(self.num_heads, int) else 4,
-            key_dim=self.key_dim,
-            num_heads=self.num_heads,
-            intra_depth=self.intra_depth,
-            scope_size=self.scope_size,
-            implementation=self.implementation,
-        )
+        v.positive_int("key_dim", self.key_dim)
+        v.positive_int("num_heads", self.num_heads)
+        v.positive_int("intra_depth", self.intra_depth)
+        v.scope("scope_size", self.scope_size)
+        v.implementation(self.implementation, IMPLEMENTATIONS, intra_depth=self.intra_depth)
 
     def layer(self, dim_out: int, name: str) -> LambdaLayer:
         return LambdaLayer(

@@ -7,9 +7,19 @@ import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.layers import LambdaLayer, StochasticDepth
-from lambda_keras.zoo import lambda_resnet
+from lambda_keras.zoo import lambda_resnet, resnet_rs
 
 SMALL = (64, 64, 3)
+# The paper's Table 19, transcribed: block configuration and the c4 blocks with lambda layers.
+TABLE19 = {
+    50: ((3, 4, 6, 3), (3,)),
+    101: ((3, 4, 23, 3), (6, 12, 18)),
+    152: ((3, 8, 36, 3), (5, 10, 15, 20, 25, 30)),
+    200: ((3, 24, 36, 3), (5, 10, 15, 20, 25, 30)),
+    270: ((4, 29, 53, 4), (8, 16, 24, 32, 40, 48)),
+    350: ((4, 36, 72, 4), (10, 20, 30, 40, 50, 60)),
+    420: ((4, 44, 87, 4), (10, 20, 30, 40, 50, 60, 70, 80)),
+}
 
 
 def lambda_blocks(model):
@@ -30,12 +40,16 @@ def se_blocks(model):
     }
 
 
-@pytest.mark.parametrize("depth", sorted(lambda_resnet.BLOCKS))
+def test_the_spec_table_is_table_19():
+    assert {d: (r.blocks, r.c4_lambda_blocks) for d, r in resnet_rs.DEPTHS.items()} == TABLE19
+
+
+@pytest.mark.parametrize("depth", sorted(TABLE19))
 def test_lambda_layers_at_table_19_positions(depth):
-    blocks = lambda_resnet.BLOCKS[depth]
+    blocks, c4_lambda_blocks = TABLE19[depth]
     model = getattr(zoo, f"LambdaResNet{depth}")(input_shape=SMALL, classes=10)
     assert lambda_blocks(model) == {
-        "c4": list(lambda_resnet.C4_LAMBDA_BLOCKS[depth]),
+        "c4": list(c4_lambda_blocks),
         "c5": list(range(1, blocks[3] + 1)),
     }
     # SE in the stages without lambda layers only (c2, c3), never in a lambda block.
@@ -46,7 +60,7 @@ def test_lambda_layers_at_table_19_positions(depth):
 
 @pytest.mark.parametrize("depth", [50, 101, 420])
 def test_c4_variant_uses_lambda_layers_in_all_of_c4_and_c5(depth):
-    blocks = lambda_resnet.BLOCKS[depth]
+    blocks = TABLE19[depth][0]
     model = getattr(zoo, f"LambdaResNet{depth}C4")(input_shape=SMALL, include_top=False)
     assert lambda_blocks(model) == {
         "c4": list(range(1, blocks[2] + 1)),
@@ -59,7 +73,7 @@ def test_c4_variant_uses_lambda_layers_in_all_of_c4_and_c5(depth):
 def test_resnet_rs_with_and_without_se(depth):
     with_se = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL)
     without = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL, se=False)
-    assert len(se_blocks(with_se)) == sum(lambda_resnet.BLOCKS[depth])
+    assert len(se_blocks(with_se)) == sum(TABLE19[depth][0])
     assert not se_blocks(without) and not lambda_blocks(with_se)
     assert without.name == f"resnet_rs{depth}_nose"
     assert with_se.count_params() > without.count_params()
@@ -139,13 +153,10 @@ def test_preprocess_input_normalises_with_imagenet_statistics():
     )
 
 
-def test_keras_round_trip_and_saved_model_export(tmp_path):
+def test_saved_model_export(tmp_path):
     model = zoo.LambdaResNet50C4(input_shape=SMALL, classes=5)
     x = np.random.default_rng(1).normal(size=(2, *SMALL)).astype("float32")
     expected = model(x).numpy()
-    model.save(tmp_path / "m.keras")
-    loaded = keras.saving.load_model(tmp_path / "m.keras", safe_mode=True)
-    np.testing.assert_allclose(loaded(x).numpy(), expected, rtol=1e-6, atol=1e-6)
     model.export(str(tmp_path / "serving"), format="tf_saved_model", verbose=False)
     serve = tf.saved_model.load(str(tmp_path / "serving")).signatures["serving_default"]
     (out,) = serve(images=tf.constant(x)).values()

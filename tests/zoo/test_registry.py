@@ -1,6 +1,5 @@
 """list_models / get_model."""
 
-import numpy as np
 import pytest
 
 from lambda_keras import zoo
@@ -28,12 +27,3 @@ def test_get_model_passes_arguments():
 def test_unknown_model_suggests_names():
     with pytest.raises(ValueError, match=r"Unknown model 'lambda_resnet_50'.*'lambda_resnet50'"):
         zoo.get_model("lambda_resnet_50")
-
-
-@pytest.mark.parametrize("name", zoo.list_models())
-def test_every_registered_builder_builds_and_runs_on_a_small_input(name):
-    model = zoo.get_model(name, input_shape=(32, 32, 3), classes=3)
-    assert model.output.shape == (None, 3)
-    if name in ("lambda_resnet50", "resnet_rs50", "resnet50", "lambda_mobilenet_v2"):
-        out = model(np.zeros((1, 32, 32, 3), "float32")).numpy()
-        np.testing.assert_allclose(out.sum(), 1.0, rtol=1e-5)
