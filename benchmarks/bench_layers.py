@@ -27,20 +27,20 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 # timm is optional. PyTorch must be imported before TensorFlow: the other order segfaults in
 # one process (seen with torch 2.14.1 and tensorflow-cpu 2.21.0).
-TimmLambdaLayer = None
 if "--no-timm" not in sys.argv and "--sweep" not in sys.argv:
     try:
         import torch
         from timm.layers.lambda_layer import LambdaLayer as TimmLambdaLayer
     except ImportError:
-        pass
+        torch = TimmLambdaLayer = None
+else:
+    torch = TimmLambdaLayer = None
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lambda_keras.layers import LambdaLayer  # noqa: E402
+from lambda_keras.layers import LambdaLayer
 
 MIB = 2**20
 SHAPES = {"c4": (14, 256), "c5": (7, 512)}  # map side, channels at 224px

@@ -14,18 +14,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
+import keras
+import numpy as np
+import tensorflow as tf
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lambda_keras import zoo  # noqa: E402
-from lambda_keras.training import data  # noqa: E402
+from lambda_keras import zoo
+from lambda_keras.training import data
 
 MODELS = {
     "lambda_resnet50": lambda: zoo.LambdaResNet50(),
@@ -70,8 +68,14 @@ def pipeline_throughput(batch: int, batches: int) -> float:
     source = data.Source(
         tf.data.Dataset.from_tensor_slices((images, np.zeros(1000, "int32"))), 1000, ["x"]
     )
-    dataset = data.make_dataset(source, training=True, image_size=224, global_batch_size=batch,
-                                repeat=True, randaugment_magnitude=15)  # fmt: skip
+    dataset = data.make_dataset(
+        source,
+        training=True,
+        image_size=224,
+        global_batch_size=batch,
+        repeat=True,
+        randaugment_magnitude=15,
+    )
     iterator = iter(dataset)
     next(iterator)
     start = time.perf_counter()
@@ -87,16 +91,20 @@ def main(argv=None):
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--no-xla", action="store_true", help="skip the XLA rows")
     args = parser.parse_args(argv)
-    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-          f"batch {args.batch}, 224x224, median of {args.steps} steps")  # fmt: skip
+    print(
+        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
+        f"batch {args.batch}, 224x224, median of {args.steps} steps"
+    )
     print("| model | precision | XLA | train img/s | inference img/s |")
     print("|---|---|---|---|---|")
     for name in args.models:
         for policy in POLICIES:
             for xla in (False,) if args.no_xla else (False, True):
                 train, infer = model_throughput(name, policy, xla, args.batch, args.steps)
-                print(f"| {name} | {policy} | {'on' if xla else 'off'} | {train:.1f} | "
-                      f"{infer:.1f} |", flush=True)  # fmt: skip
+                print(
+                    f"| {name} | {policy} | {'on' if xla else 'off'} | {train:.1f} | {infer:.1f} |",
+                    flush=True,
+                )
     rate = pipeline_throughput(args.batch, batches=5)
     print(f"\ninput pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s")
 

@@ -2,6 +2,6 @@
 
 __version__ = "0.1.0"
 
-from lambda_keras import layers, zoo  # noqa: E402
+from lambda_keras import layers, zoo
 
 __all__ = ["layers", "zoo", "__version__"]

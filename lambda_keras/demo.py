@@ -15,11 +15,11 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
+import keras
+import numpy as np
 
-from lambda_keras.layers import LambdaLayer  # noqa: E402
-from lambda_keras.training.data import digits_split  # noqa: E402
+from lambda_keras.layers import LambdaLayer
+from lambda_keras.training.data import digits_split
 
 
 def load_digits_split(seed: int = 0):

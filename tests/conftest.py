@@ -4,8 +4,8 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import pytest  # noqa: E402
+import keras
+import pytest
 
 
 @pytest.fixture(autouse=True)

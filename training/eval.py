@@ -5,15 +5,13 @@ after every epoch, during the run too) or a serving SavedModel directory (``expo
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags, logging
 
-from lambda_keras.training.evaluation import evaluate  # noqa: E402
-from lambda_keras.training.trainer import TrainConfig, load_source  # noqa: E402
+from lambda_keras.training.data import load_source
+from lambda_keras.training.evaluation import evaluate
 
 flags.DEFINE_string("model_path", "runs/digits/model.keras", ".keras file or SavedModel dir.")
 flags.DEFINE_string("dataset", "digits", "'digits', 'folder:<root>' or a TFDS name.")
@@ -29,13 +27,20 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    config = TrainConfig(dataset=FLAGS.dataset, data_dir=FLAGS.data_dir,
-                         manual_dir=FLAGS.manual_dir, image_size=FLAGS.image_size)  # fmt: skip
-    source = load_source(FLAGS.dataset, FLAGS.split, config)
-    result = evaluate(FLAGS.model_path, source, FLAGS.image_size, FLAGS.batch_size,
-                      FLAGS.crop_fraction)  # fmt: skip
-    print(f"{FLAGS.model_path} on {FLAGS.dataset}/{FLAGS.split} ({result['examples']} images): "
-          f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}")  # fmt: skip
+    source = load_source(
+        FLAGS.dataset,
+        FLAGS.split,
+        image_size=FLAGS.image_size,
+        data_dir=FLAGS.data_dir,
+        manual_dir=FLAGS.manual_dir,
+    )
+    result = evaluate(
+        FLAGS.model_path, source, FLAGS.image_size, FLAGS.batch_size, FLAGS.crop_fraction
+    )
+    print(
+        f"{FLAGS.model_path} on {FLAGS.dataset}/{FLAGS.split} ({result['examples']} images): "
+        f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}"
+    )
 
 
 if __name__ == "__main__":

@@ -6,12 +6,10 @@ normalisation in the graph.
 """
 
 import os
-import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags, logging
 
 flags.DEFINE_string("model_path", "runs/digits/model.keras", "The .keras file to export.")
 flags.DEFINE_string("export_dir", "runs/digits/saved_model", "Where the SavedModel goes.")

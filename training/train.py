@@ -11,12 +11,11 @@ import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from absl import app, flags, logging  # noqa: E402
+from absl import app, flags, logging
 
-from lambda_keras.training.distribute import STRATEGIES  # noqa: E402
-from lambda_keras.training.trainer import LOOPS, MIXED_PRECISION, TrainConfig, train  # noqa: E402
+from lambda_keras.training.distribute import STRATEGIES
+from lambda_keras.training.trainer import LOOPS, MIXED_PRECISION, TrainConfig, train
 
 DEFAULTS = TrainConfig()
 flags.DEFINE_string("model", DEFAULTS.model, "Zoo registry name (zoo.list_models()).")
@@ -61,8 +60,12 @@ flags.DEFINE_boolean(
     "deterministic", DEFAULTS.deterministic, "A fixed input pipeline order for the seed (slower)."
 )
 flags.DEFINE_string("model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.")
-flags.DEFINE_enum("mixed_precision", DEFAULTS.mixed_precision, list(MIXED_PRECISION),
-                  "Mixed precision: bfloat16 (TPU, CPU with AMX) or float16 (GPU).")  # fmt: skip
+flags.DEFINE_enum(
+    "mixed_precision",
+    DEFAULTS.mixed_precision,
+    list(MIXED_PRECISION),
+    "Mixed precision: bfloat16 (TPU, CPU with AMX) or float16 (GPU).",
+)
 flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.")
 flags.DEFINE_boolean("export", DEFAULTS.export, "Export .keras and a serving SavedModel.")
 FLAGS = flags.FLAGS
@@ -72,9 +75,12 @@ def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
     config = TrainConfig(
-        **{field: getattr(FLAGS, field) for field in TrainConfig.__dataclass_fields__
-           if field in FLAGS and field != "verbose"}
-    )  # fmt: skip
+        **{
+            field: getattr(FLAGS, field)
+            for field in TrainConfig.__dataclass_fields__
+            if field in FLAGS and field != "verbose"
+        }
+    )
     config.verbose = 1 if sys.stdout.isatty() else 2
     train(config)
 

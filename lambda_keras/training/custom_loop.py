@@ -82,91 +82,22 @@ def fit_with_strategy_run(
             "fit_with_strategy_run needs a model compiled with one keras.losses.Loss; received "
             f"loss={model.loss!r}."
         )
-    optimizer = model.optimizer
     chief = is_chief(strategy)
-    backup_dir = os.path.join(model_dir, "backup")
-    write_dir = backup_dir
-    if not chief:
-        write_dir = os.path.join(backup_dir, f"worker-{strategy.cluster_resolver.task_id}")
-    with strategy.scope():
-        optimizer.build(model.trainable_variables)
-        epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
-        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, epoch=epoch)
-    manager = tf.train.CheckpointManager(checkpoint, write_dir, max_to_keep=1)
-    latest = tf.train.latest_checkpoint(backup_dir)  # the chief's, for every worker
-    if latest:
-        checkpoint.restore(latest).assert_existing_objects_matched()
-        if verbose:
-            print(f"resumed from {latest} after epoch {int(epoch.numpy())}")
-    replicas = strategy.num_replicas_in_sync
-    # Per-example losses, averaged over the global batch here (Keras' reducing losses would
-    # already divide by the number of replicas).
-    per_example_loss = model.loss.__class__.from_config(
-        {**model.loss.get_config(), "reduction": "none"}
-    )
-
-    def replica_step(images, labels):
-        with tf.GradientTape() as tape:
-            predictions = model(images, training=True)
-            losses = per_example_loss(labels, predictions)
-            count = tf.cast(tf.shape(labels)[0], losses.dtype)
-            regularization = tf.add_n(model.losses) if model.losses else 0.0
-            regularization = tf.cast(regularization, losses.dtype)
-            loss = (tf.reduce_sum(losses) / count + regularization) / replicas
-            scaled = optimizer.scale_loss(loss)
-        gradients = tape.gradient(scaled, model.trainable_variables)
-        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
-        true = tf.argmax(labels, axis=-1, output_type=tf.int32)
-        predictions = tf.cast(predictions, tf.float32)
-        sums = {"loss": tf.reduce_sum(losses) + regularization * count, "count": count}
-        sums = {key: tf.cast(value, tf.float32) for key, value in sums.items()}
-        return {
-            **sums,  # "loss" as fit reports it: the compiled loss plus regularisation
-            "top1": tf.reduce_sum(tf.cast(tf.math.in_top_k(true, predictions, 1), tf.float32)),
-            "top5": tf.reduce_sum(tf.cast(tf.math.in_top_k(true, predictions, 5), tf.float32)),
-        }
-
-    # Batch-norm statistics are per replica (unless synchronised); averaged across replicas at
-    # the end of every epoch, so that every worker evaluates, saves and exports the same model.
-    moving = [
-        v for v in model.non_trainable_variables
-        if v.path.endswith(("moving_mean", "moving_variance")) and "float" in str(v.dtype)
-    ]  # fmt: skip
-
-    @tf.function
-    def average_moving_statistics():
-        def replica_fn():
-            context = tf.distribute.get_replica_context()
-            for variable in moving:
-                local = tf.identity(variable.value)  # this replica's copy
-                variable.assign(context.all_reduce("MEAN", local))
-
-        strategy.run(replica_fn)
-
-    @tf.function
-    def train_step(iterator):
-        sums = strategy.run(replica_step, args=next(iterator))
-        return {k: strategy.reduce("SUM", v, axis=None) for k, v in sums.items()}
-
-    dataset = strategy.distribute_datasets_from_function(dataset_fn)
-    iterator = iter(dataset)
+    steps = _ReplicatedSteps(model, strategy)
+    backup = _EpochCheckpoint(model, strategy, model_dir, chief)
+    if backup.resumed_from and verbose:
+        print(f"resumed from {backup.resumed_from} after epoch {backup.epoch}")
+    iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
     writer = None
     if chief:
         writer = tf.summary.create_file_writer(os.path.join(model_dir, "tensorboard", "train"))
     history = {"loss": [], "top1": [], "top5": []}
-    for current in range(int(epoch.numpy()), epochs):
+    for current in range(backup.epoch, epochs):
         start = time.perf_counter()
-        totals = dict.fromkeys(("loss", "top1", "top5", "count"), 0.0)
-        for _ in range(steps_per_epoch):
-            for key, value in train_step(iterator).items():
-                totals[key] += float(value)
-        logs = {k: totals[k] / totals["count"] for k in ("loss", "top1", "top5")}
-        if replicas > 1 and moving:
-            average_moving_statistics()
-        epoch.assign(current + 1)
-        manager.save(checkpoint_number=current + 1)
+        logs = steps.run_epoch(iterator, steps_per_epoch)
+        backup.save(current + 1)
         if chief:
-            learning_rate = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+            learning_rate = float(keras.ops.convert_to_numpy(model.optimizer.learning_rate))
             _log_epoch(model_dir, writer, current, logs, learning_rate)
             model.save(os.path.join(model_dir, "checkpoint.keras"))  # for eval.py mid-run
         for key in history:
@@ -176,10 +107,123 @@ def fit_with_strategy_run(
                 f"Epoch {current + 1}/{epochs} - {time.perf_counter() - start:.0f}s - "
                 + " - ".join(f"{k}: {v:.4f}" for k, v in logs.items())
             )
-    optimizer.finalize_variable_values(model.trainable_variables)
-    if not chief:
-        shutil.rmtree(write_dir, ignore_errors=True)
+    model.optimizer.finalize_variable_values(model.trainable_variables)
+    backup.remove_scratch()
     return history
+
+
+class _ReplicatedSteps:
+    """The training step of ``model`` under ``strategy.run``, and the end-of-epoch averaging of
+    the per-replica batch-norm statistics."""
+
+    def __init__(self, model: keras.Model, strategy: tf.distribute.Strategy):
+        self.model = model
+        self.strategy = strategy
+        self.replicas = strategy.num_replicas_in_sync
+        # Per-example losses, averaged over the global batch here (Keras' reducing losses
+        # would already divide by the number of replicas).
+        self.per_example_loss = model.loss.__class__.from_config(
+            {**model.loss.get_config(), "reduction": "none"}
+        )
+        # Batch-norm statistics are per replica (unless synchronised); averaged across
+        # replicas at the end of every epoch, so that every worker evaluates, saves and
+        # exports the same model.
+        self.moving = [
+            v
+            for v in model.non_trainable_variables
+            if v.path.endswith(("moving_mean", "moving_variance")) and "float" in str(v.dtype)
+        ]
+        self.train_step = tf.function(self._train_step)
+        self.average_moving_statistics = tf.function(self._average_moving_statistics)
+
+    def run_epoch(self, iterator, steps: int) -> dict[str, float]:
+        """``steps`` training steps; returns the epoch's mean ``loss``, ``top1``, ``top5``."""
+        totals = dict.fromkeys(("loss", "top1", "top5", "count"), 0.0)
+        for _ in range(steps):
+            for key, value in self.train_step(iterator).items():
+                totals[key] += float(value)
+        if self.replicas > 1 and self.moving:
+            self.average_moving_statistics()
+        return {k: totals[k] / totals["count"] for k in ("loss", "top1", "top5")}
+
+    def _train_step(self, iterator):
+        sums = self.strategy.run(self._replica_step, args=next(iterator))
+        return {k: self.strategy.reduce("SUM", v, axis=None) for k, v in sums.items()}
+
+    def _replica_step(self, images, labels):
+        model, optimizer = self.model, self.model.optimizer
+        with tf.GradientTape() as tape:
+            predictions = model(images, training=True)
+            losses = self.per_example_loss(labels, predictions)
+            count = tf.cast(tf.shape(labels)[0], losses.dtype)
+            regularization = tf.add_n(model.losses) if model.losses else 0.0
+            regularization = tf.cast(regularization, losses.dtype)
+            loss = (tf.reduce_sum(losses) / count + regularization) / self.replicas
+            scaled = optimizer.scale_loss(loss)
+        gradients = tape.gradient(scaled, model.trainable_variables)
+        optimizer.apply_gradients(zip(gradients, model.trainable_variables, strict=True))
+        return _batch_sums(labels, predictions, losses, regularization, count)
+
+    def _average_moving_statistics(self):
+        def replica_fn():
+            context = tf.distribute.get_replica_context()
+            for variable in self.moving:
+                local = tf.identity(variable.value)  # this replica's copy
+                variable.assign(context.all_reduce("MEAN", local))
+
+        self.strategy.run(replica_fn)
+
+
+def _batch_sums(labels, predictions, losses, regularization, count) -> dict[str, tf.Tensor]:
+    """Sums over a replica's batch: the loss as ``fit`` reports it (the compiled loss plus
+    regularisation), the top-1 and top-5 hits, and the number of examples."""
+    true = tf.argmax(labels, axis=-1, output_type=tf.int32)
+    predictions = tf.cast(predictions, tf.float32)
+    sums = {"loss": tf.reduce_sum(losses) + regularization * count, "count": count}
+    sums = {key: tf.cast(value, tf.float32) for key, value in sums.items()}
+    hits = {
+        f"top{k}": tf.reduce_sum(tf.cast(tf.math.in_top_k(true, predictions, k), tf.float32))
+        for k in (1, 5)
+    }
+    return {**sums, **hits}
+
+
+class _EpochCheckpoint:
+    """The run's ``tf.train`` checkpoint of the model, its optimizer and the epoch.
+
+    Every worker restores the chief's (under ``model_dir/backup``) and saves its own: the chief
+    there, the others to scratch directories removed at the end.
+    """
+
+    def __init__(self, model, strategy, model_dir: str, chief: bool):
+        backup_dir = os.path.join(model_dir, "backup")
+        self.write_dir = backup_dir
+        if not chief:
+            self.write_dir = os.path.join(backup_dir, f"worker-{strategy.cluster_resolver.task_id}")
+        self.chief = chief
+        with strategy.scope():
+            model.optimizer.build(model.trainable_variables)
+            self._epoch = tf.Variable(0, dtype=tf.int64, trainable=False, name="epoch")
+            self.checkpoint = tf.train.Checkpoint(
+                model=model, optimizer=model.optimizer, epoch=self._epoch
+            )
+        self.manager = tf.train.CheckpointManager(self.checkpoint, self.write_dir, max_to_keep=1)
+        self.resumed_from = tf.train.latest_checkpoint(backup_dir)  # the chief's, for all
+        if self.resumed_from:
+            self.checkpoint.restore(self.resumed_from).assert_existing_objects_matched()
+
+    @property
+    def epoch(self) -> int:
+        """Epochs finished (0 on a fresh run)."""
+        return int(self._epoch.numpy())
+
+    def save(self, epochs_done: int) -> None:
+        self._epoch.assign(epochs_done)
+        self.manager.save(checkpoint_number=epochs_done)
+
+    def remove_scratch(self) -> None:
+        if not self.chief:
+            shutil.rmtree(self.write_dir, ignore_errors=True)
 
 
 def _log_epoch(model_dir, writer, epoch: int, logs: dict[str, float], learning_rate) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "Source",
     "digits_source",
     "folder_source",
+    "load_source",
     "make_dataset",
     "randaugment_factor",
     "tfds_source",
@@ -179,6 +180,27 @@ def tfds_source(
     return Source(dataset, num_examples, list(features[keys[1]].names))
 
 
+def load_source(
+    dataset: str,
+    split: str,
+    *,
+    image_size: int = 32,
+    seed: int = 0,
+    data_dir: str | None = None,
+    manual_dir: str | None = None,
+) -> Source:
+    """A split of ``digits``, ``folder:<root>`` (``<root>/<split>/<class>/...``) or a TFDS name.
+
+    ``image_size`` and ``seed`` apply to the digits (upsampling, train/test split);
+    ``data_dir`` and ``manual_dir`` to TFDS.
+    """
+    if dataset == "digits":
+        return digits_source(split, image_size=image_size, seed=seed)
+    if dataset.startswith("folder:"):
+        return folder_source(os.path.join(dataset.removeprefix("folder:"), split))
+    return tfds_source(dataset, split, data_dir, manual_dir)
+
+
 def _three_channels(image):
     return tf.image.grayscale_to_rgb(image) if image.shape[-1] == 1 else image
 
@@ -248,10 +270,10 @@ def make_dataset(
     """Batches of ``(images float32 [b, s, s, 3] ImageNet-normalised, one-hot labels [b, c])``.
 
     Training: shuffle, random-resized crop (area fraction ``crop_scale``, aspect 3/4..4/3),
-    horizontal flip, RandAugment (magnitude on the 0..30
-    scale, 2 ops), then per batch MixUp or CutMix when their alpha is > 0. Evaluation: centre
-    crop with ``crop_fraction``. Training batches drop the remainder so every replica gets the
-    same per-replica batch; ``global_batch_size`` = per-replica batch x replicas.
+    horizontal flip, RandAugment (magnitude on the 0..30 scale, 2 ops), then per batch MixUp or
+    CutMix when their alpha is > 0. Evaluation: centre crop with ``crop_fraction``. Training
+    batches drop the remainder so every replica gets the same per-replica batch;
+    ``global_batch_size`` = per-replica batch x replicas.
 
     ``input_context`` (from ``strategy.distribute_datasets_from_function``): one input pipeline
     of several (one per worker). Every pipeline draws the same seeded shuffle and per-example
@@ -264,56 +286,30 @@ def make_dataset(
         raise ValueError(f"`global_batch_size` must be positive; received {global_batch_size}.")
     if not 0 < crop_fraction <= 1:
         raise ValueError(f"`crop_fraction` must be in (0, 1]; received {crop_fraction}.")
-    num_classes = source.num_classes
     batch_size = global_batch_size
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(global_batch_size)
-    dataset = source.dataset
     options = tf.data.Options()
     options.deterministic = deterministic
-    dataset = dataset.with_options(options)
+    dataset = source.dataset.with_options(options)
     if training:
-        dataset = dataset.shuffle(
-            min(shuffle_buffer, source.num_examples), seed=seed, reshuffle_each_iteration=True
+        dataset = _seeded_examples(dataset, source.num_examples, shuffle_buffer, seed, repeat)
+        dataset = _shard(dataset, input_context)
+        dataset = _augment(
+            dataset,
+            image_size,
+            seed,
+            crop_scale,
+            horizontal_flip,
+            randaugment_magnitude,
+            deterministic,
         )
-        if repeat:
-            dataset = dataset.repeat()
-        # One independent seed per example, derived from the dataset seed.
-        seeds = tf.data.Dataset.random(seed=seed).batch(2)
-        dataset = tf.data.Dataset.zip((dataset, seeds))
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            dataset = dataset.shard(
-                input_context.num_input_pipelines, input_context.input_pipeline_id
-            )
-        augment = None
-        if randaugment_magnitude:
-            augment = keras.layers.RandAugment(
-                value_range=(0, 255), num_ops=2, factor=randaugment_factor(randaugment_magnitude),
-                seed=seed,
-            )  # fmt: skip
-
-        def train_map(example, pair_seed):
-            image, label = example
-            image = tf.cast(image, tf.float32)
-            image = random_resized_crop(image, image_size, pair_seed, scale=crop_scale)
-            if horizontal_flip:
-                image = tf.image.stateless_random_flip_left_right(image, pair_seed + 1)
-            return tf.clip_by_value(image, 0.0, 255.0), label
-
-        dataset = dataset.map(train_map, num_parallel_calls=AUTOTUNE)
-        if augment is not None:
-            # Keras' RandAugment draws from a stateful seed generator: in parallel calls the
-            # draws' order varies, so deterministic pipelines apply it sequentially.
-            dataset = dataset.map(
-                lambda image, label: (augment(image), label),
-                num_parallel_calls=None if deterministic else AUTOTUNE,
-            )
     else:
-
-        def eval_map(image, label):
-            return eval_image(image, image_size, crop_fraction), label
-
-        dataset = dataset.map(eval_map, num_parallel_calls=AUTOTUNE)
+        dataset = dataset.map(
+            lambda image, label: (eval_image(image, image_size, crop_fraction), label),
+            num_parallel_calls=AUTOTUNE,
+        )
+    num_classes = source.num_classes
 
     def finish(image, label):
         image = normalize(image)
@@ -327,6 +323,55 @@ def make_dataset(
             _batch_mixer(mixup_alpha, cutmix_alpha, seed), num_parallel_calls=AUTOTUNE
         )
     return dataset.prefetch(AUTOTUNE)
+
+
+def _seeded_examples(dataset, num_examples: int, shuffle_buffer: int, seed: int, repeat: bool):
+    """Shuffled (and repeated) examples, each paired with its own augmentation seed drawn from
+    the dataset seed: ``((image, label), seed [2])``."""
+    dataset = dataset.shuffle(
+        min(shuffle_buffer, num_examples), seed=seed, reshuffle_each_iteration=True
+    )
+    if repeat:
+        dataset = dataset.repeat()
+    seeds = tf.data.Dataset.random(seed=seed).batch(2)
+    return tf.data.Dataset.zip((dataset, seeds))
+
+
+def _shard(dataset, input_context: tf.distribute.InputContext | None):
+    """This input pipeline's share of the examples: every n-th from its id on."""
+    if input_context is None or input_context.num_input_pipelines <= 1:
+        return dataset
+    return dataset.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+
+
+def _augment(
+    dataset, image_size, seed, crop_scale, horizontal_flip, randaugment_magnitude, deterministic
+):
+    """Random-resized crop, flip and RandAugment of ``((image, label), seed)`` examples."""
+
+    def crop_and_flip(example, pair_seed):
+        image, label = example
+        image = tf.cast(image, tf.float32)
+        image = random_resized_crop(image, image_size, pair_seed, scale=crop_scale)
+        if horizontal_flip:
+            image = tf.image.stateless_random_flip_left_right(image, pair_seed + 1)
+        return tf.clip_by_value(image, 0.0, 255.0), label
+
+    dataset = dataset.map(crop_and_flip, num_parallel_calls=AUTOTUNE)
+    if not randaugment_magnitude:
+        return dataset
+    augment = keras.layers.RandAugment(
+        value_range=(0, 255),
+        num_ops=2,
+        factor=randaugment_factor(randaugment_magnitude),
+        seed=seed,
+    )
+    # Keras' RandAugment draws from a stateful seed generator: in parallel calls the draws'
+    # order varies, so deterministic pipelines apply it sequentially.
+    return dataset.map(
+        lambda image, label: (augment(image), label),
+        num_parallel_calls=None if deterministic else AUTOTUNE,
+    )
 
 
 def _batch_mixer(mixup_alpha: float, cutmix_alpha: float, seed: int):

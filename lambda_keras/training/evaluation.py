@@ -24,9 +24,12 @@ def top_k_accuracy(model: keras.Model, dataset: tf.data.Dataset) -> dict:
 
 
 def evaluate(
-    model_path: str, source: data.Source, image_size: int, batch_size: int = 64,
+    model_path: str,
+    source: data.Source,
+    image_size: int,
+    batch_size: int = 64,
     crop_fraction: float = 0.875,
-) -> dict:  # fmt: skip
+) -> dict:
     """Accuracy of the model at ``model_path`` on ``source``.
 
     A ``.keras`` file is evaluated on the evaluation pipeline (centre crop, ImageNet
@@ -38,9 +41,12 @@ def evaluate(
             raise ValueError(f"The model file {model_path!r} does not exist.")
         model = keras.saving.load_model(model_path)
         dataset = data.make_dataset(
-            source, training=False, image_size=image_size, global_batch_size=batch_size,
+            source,
+            training=False,
+            image_size=image_size,
+            global_batch_size=batch_size,
             crop_fraction=crop_fraction,
-        )  # fmt: skip
+        )
         return top_k_accuracy(model, dataset)
     if os.path.isdir(model_path) and os.path.exists(os.path.join(model_path, "saved_model.pb")):
         serve = tf.saved_model.load(model_path).signatures["serve_images"]

@@ -4,7 +4,8 @@
   over 5 epochs then cosine decay, L2 1e-4 on the kernels, label smoothing 0.1, an exponential
   moving average of the weights (0.9999) and batch-norm decay 0.9999, as stated in App. F.3.
 * ``350ep`` — the same with L2 4e-5, RandAugment (2 ops) and the dropout and stochastic depth
-  rates of Table 20 for the model's depth and image size.
+  rates of Table 20 for the model's depth and image size, read from the zoo registry's
+  metadata (:meth:`lambda_keras.zoo.ModelInfo.table20_row`).
 
 Runs shorter than the averages themselves (0.9999 averages over ~10,000 steps; the digits demo
 has 660) cannot use them: there the weight EMA and batch-norm decays are capped at
@@ -21,38 +22,13 @@ import dataclasses
 import keras
 
 from lambda_keras.layers import LambdaLayer
+from lambda_keras.zoo.registry import ModelInfo
 
-__all__ = ["RECIPES", "Recipe", "all_layers", "table20"]
+__all__ = ["RECIPES", "Recipe", "all_layers"]
 
-# Table 20: (depth, image size) -> (RandAugment magnitude, dropout, stochastic depth rate).
-TABLE20 = {
-    (50, 128): (10, 0.2, 0.0),
-    (50, 160): (10, 0.2, 0.0),
-    (101, 160): (10, 0.3, 0.0),
-    (101, 192): (15, 0.2, 0.0),
-    (152, 192): (15, 0.3, 0.0),
-    (152, 224): (15, 0.3, 0.1),
-    (152, 256): (15, 0.3, 0.1),
-    (152, 288): (15, 0.3, 0.1),
-    (270, 256): (15, 0.3, 0.1),
-    (350, 256): (15, 0.3, 0.2),
-    (350, 288): (15, 0.3, 0.2),
-    (350, 320): (15, 0.3, 0.2),
-    (420, 320): (15, 0.3, 0.2),
-}
-
-
-def table20(depth: int, image_size: int) -> tuple[float, float, float]:
-    """(RandAugment magnitude, dropout, stochastic depth) for a depth and image size.
-
-    Exact Table 20 rows where listed; otherwise the listed row of the nearest depth and, within
-    it, the nearest image size (depth 200 is not in the table and takes 152's rows).
-    """
-    depths = sorted({d for d, _ in TABLE20})
-    nearest_depth = min(depths, key=lambda d: (abs(d - depth), d))
-    sizes = sorted(s for d, s in TABLE20 if d == nearest_depth)
-    nearest_size = min(sizes, key=lambda s: (abs(s - image_size), s))
-    return TABLE20[(nearest_depth, nearest_size)]
+# RandAugment magnitude of the 350ep recipe for models outside Table 20 (the vanilla ResNet-50
+# and the MobileNets): Table 20's smallest, the one of its depth-50 rows.
+OUTSIDE_TABLE20_RANDAUGMENT_MAGNITUDE = 10
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +44,7 @@ class Recipe:
     label_smoothing: float = 0.1
     ema_momentum: float = 0.9999
     batch_norm_momentum: float = 0.9999
-    randaugment: bool = False
+    table20: bool = False  # RandAugment, dropout and stochastic depth from Table 20 (350ep)
 
     def learning_rate(self, global_batch_size: int) -> float:
         return self.base_learning_rate * global_batch_size / 256
@@ -92,6 +68,29 @@ class Recipe:
             use_ema=self.ema_momentum > 0,
             ema_momentum=capped_decay(self.ema_momentum, total),
         )
+
+    def randaugment_magnitude(self, model: ModelInfo, image_size: int) -> int | None:
+        """RandAugment magnitude (0..30) for ``model`` at ``image_size``; None: no RandAugment."""
+        if not self.table20:
+            return None
+        row = model.table20_row(image_size)
+        return row.randaugment_magnitude if row else OUTSIDE_TABLE20_RANDAUGMENT_MAGNITUDE
+
+    def model_regularization(self, model: ModelInfo, image_size: int) -> dict[str, float]:
+        """Builder arguments for the model's dropout and stochastic depth.
+
+        Models in Table 20: its rates (350ep) or none (90ep, App. F.3) — not the builders'
+        defaults, which are Table 20's. Other models keep their builders' defaults (``{}``).
+        """
+        row = model.table20_row(image_size)
+        if row is None:
+            return {}
+        if not self.table20:
+            return {"dropout_rate": 0.0, "stochastic_depth_rate": 0.0}
+        return {
+            "dropout_rate": row.dropout_rate,
+            "stochastic_depth_rate": row.stochastic_depth_rate,
+        }
 
     def loss(self) -> keras.losses.Loss:
         return keras.losses.CategoricalCrossentropy(label_smoothing=self.label_smoothing)
@@ -134,7 +133,7 @@ def all_layers(model):
 
 RECIPES = {
     "90ep": Recipe("90ep", epochs=90),
-    "350ep": Recipe("350ep", epochs=350, l2=4e-5, randaugment=True),
+    "350ep": Recipe("350ep", epochs=350, l2=4e-5, table20=True),
 }
 
 

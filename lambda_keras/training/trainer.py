@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import inspect
 import json
 import math
 import os
-import re
 import time
+from collections.abc import Callable
 
 import keras
+import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.training import data, recipes
@@ -22,7 +24,7 @@ from lambda_keras.training.distribute import make_strategy
 from lambda_keras.training.evaluation import top_k_accuracy
 from lambda_keras.training.serving import export_for_serving
 
-__all__ = ["TrainConfig", "load_source", "train"]
+__all__ = ["TrainConfig", "build_model", "train"]
 
 # "none": Keras' float type (keras.config.floatx(), float32 unless changed).
 MIXED_PRECISION = {"none": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
@@ -62,15 +64,6 @@ class TrainConfig:
     verbose: int = 2
 
 
-def load_source(dataset: str, split: str, config: TrainConfig) -> data.Source:
-    """``digits``, ``folder:<root>`` (``<root>/<split>/<class>/...``) or a TFDS name."""
-    if dataset == "digits":
-        return data.digits_source(split, image_size=config.image_size, seed=config.seed)
-    if dataset.startswith("folder:"):
-        return data.folder_source(os.path.join(dataset.removeprefix("folder:"), split))
-    return data.tfds_source(dataset, split, config.data_dir, config.manual_dir)
-
-
 def _check(config: TrainConfig):
     if config.recipe not in recipes.RECIPES:
         raise ValueError(
@@ -95,26 +88,19 @@ def _check(config: TrainConfig):
             raise ValueError(f"--{name} must be positive; received {getattr(config, name)}.")
 
 
-def _depth(model_name: str) -> int:
-    """The ResNet depth in a registry name (``lambda_resnet101_c4`` -> 101)."""
-    match = re.search(r"resnet(?:_rs)?(\d+)", model_name)
-    return int(match[1]) if match else 50
-
-
 def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -> keras.Model:
+    """The zoo model ``config.model`` for ``num_classes`` at ``config.image_size``.
+
+    ``--width_multiplier`` reaches builders that take one; dropout and stochastic depth follow
+    the recipe and the model's Table 20 rows (``Recipe.model_regularization``).
+    """
+    info = zoo.model_info(config.model)
     kwargs = {"input_shape": (config.image_size, config.image_size, 3), "classes": num_classes}
-    builder = zoo.model_builder(config.model)
-    resnet_rs_family = config.model.startswith(("lambda_resnet", "resnet_rs"))
-    if config.width_multiplier is not None and resnet_rs_family:
+    accepts = inspect.signature(info.builder).parameters
+    if config.width_multiplier is not None and "width_multiplier" in accepts:
         kwargs["width_multiplier"] = config.width_multiplier
-    if resnet_rs_family:
-        # 350ep: Table 20's dropout and stochastic depth; 90ep: neither (App. F.3), not the
-        # builders' defaults, which are Table 20's.
-        dropout, drop_path = 0.0, 0.0
-        if recipe.randaugment:
-            _, dropout, drop_path = recipes.table20(_depth(config.model), config.image_size)
-        kwargs.update(dropout_rate=dropout, stochastic_depth_rate=drop_path)
-    return builder(**kwargs)
+    kwargs.update(recipe.model_regularization(info, config.image_size))
+    return info.builder(**kwargs)
 
 
 def train(config: TrainConfig) -> dict:
@@ -138,65 +124,112 @@ def train(config: TrainConfig) -> dict:
     strategy = make_strategy(config.strategy, config.tpu)  # multi-worker: before other ops
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(MIXED_PRECISION[config.mixed_precision] or keras.config.floatx())
+    recipe = _recipe(config)
+    epochs = config.epochs or recipe.epochs
+    inputs = _inputs(config, recipe)
+    steps_per_epoch = max(1, inputs.train.num_examples // config.batch_size)
+    with strategy.scope():
+        model = _compiled_model(config, recipe, inputs.train.num_classes, steps_per_epoch, epochs)
+    os.makedirs(config.model_dir, exist_ok=True)
+    print(
+        f"{config.model}: {model.count_params():,} parameters; {inputs.train.num_examples} "
+        f"training images, {steps_per_epoch} steps x {epochs} epochs on "
+        f"{strategy.num_replicas_in_sync} replica(s)"
+    )
+    print(recipes.describe(recipe, config.batch_size, steps_per_epoch * epochs))
     loop = config.loop
     if loop == "auto":
         loop = "custom" if config.strategy == "multi_worker" else "fit"
+    if loop == "custom":
+        return _train_custom(config, model, strategy, inputs, epochs, steps_per_epoch)
+    return _train_fit(config, model, inputs, epochs, steps_per_epoch)
+
+
+def _recipe(config: TrainConfig) -> recipes.Recipe:
+    """The named recipe with the run's overrides (warm-up, learning rate)."""
     recipe = recipes.RECIPES[config.recipe]
     if config.warmup_epochs is not None:
         recipe = dataclasses.replace(recipe, warmup_epochs=config.warmup_epochs)
     if config.learning_rate is not None:
         recipe = dataclasses.replace(recipe, base_learning_rate=config.learning_rate)
-    epochs = config.epochs or recipe.epochs
+    return recipe
 
-    train_source = load_source(config.dataset, config.train_split, config)
-    eval_source = load_source(config.dataset, config.eval_split, config)
-    magnitude = None
-    if recipe.randaugment:
-        magnitude = recipes.table20(_depth(config.model), config.image_size)[0]
+
+@dataclasses.dataclass
+class _Inputs:
+    """A run's data: the training source, its pipeline factory and the evaluation batches."""
+
+    train: data.Source
+    train_dataset: Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
+    eval_dataset: tf.data.Dataset
+
+
+def _inputs(config: TrainConfig, recipe: recipes.Recipe) -> _Inputs:
+    sources = {
+        split: data.load_source(
+            config.dataset,
+            split,
+            image_size=config.image_size,
+            seed=config.seed,
+            data_dir=config.data_dir,
+            manual_dir=config.manual_dir,
+        )
+        for split in (config.train_split, config.eval_split)
+    }
+    train_source = sources[config.train_split]
+    flip = config.horizontal_flip
+    if flip is None:
+        flip = config.dataset != "digits"  # digits are not mirror-symmetric
+    magnitude = recipe.randaugment_magnitude(zoo.model_info(config.model), config.image_size)
 
     def train_dataset(input_context=None):
         return data.make_dataset(
-            train_source, training=True, image_size=config.image_size,
-            global_batch_size=config.batch_size, seed=config.seed, repeat=True,
-            randaugment_magnitude=magnitude, crop_scale=(config.crop_min_area, 1.0),
-            horizontal_flip=config.dataset != "digits" if config.horizontal_flip is None
-            else config.horizontal_flip,
-            mixup_alpha=config.mixup_alpha, cutmix_alpha=config.cutmix_alpha,
-            deterministic=config.deterministic, input_context=input_context,
-        )  # fmt: skip
-
-    eval_ds = data.make_dataset(
-        eval_source, training=False, image_size=config.image_size,
-        global_batch_size=config.batch_size,
-    )  # fmt: skip
-    steps_per_epoch = max(1, train_source.num_examples // config.batch_size)
-    total_steps = steps_per_epoch * epochs
-
-    with strategy.scope():
-        model = build_model(config, train_source.num_classes, recipe)
-        recipe.prepare(model, total_steps)
-        if config.sync_batch_norm:
-            for layer in recipes.all_layers(model):
-                if isinstance(layer, keras.layers.BatchNormalization):
-                    layer.synchronized = True
-        model.compile(
-            optimizer=recipe.optimizer(config.batch_size, steps_per_epoch, epochs),
-            loss=recipe.loss(),
-            metrics=[
-                keras.metrics.CategoricalAccuracy(name="top1"),
-                keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
-            ],
+            train_source,
+            training=True,
+            image_size=config.image_size,
+            global_batch_size=config.batch_size,
+            seed=config.seed,
+            repeat=True,
+            crop_scale=(config.crop_min_area, 1.0),
+            horizontal_flip=flip,
+            randaugment_magnitude=magnitude,
+            mixup_alpha=config.mixup_alpha,
+            cutmix_alpha=config.cutmix_alpha,
+            deterministic=config.deterministic,
+            input_context=input_context,
         )
-    os.makedirs(config.model_dir, exist_ok=True)
-    print(
-        f"{config.model}: {model.count_params():,} parameters; {train_source.num_examples} "
-        f"training images, {steps_per_epoch} steps x {epochs} epochs on "
-        f"{strategy.num_replicas_in_sync} replica(s)"
+
+    eval_dataset = data.make_dataset(
+        sources[config.eval_split],
+        training=False,
+        image_size=config.image_size,
+        global_batch_size=config.batch_size,
     )
-    print(recipes.describe(recipe, config.batch_size, total_steps))
-    if loop == "custom":
-        return _train_custom(config, model, strategy, train_dataset, eval_ds, train_source,
-                             epochs, steps_per_epoch)  # fmt: skip
+    return _Inputs(train_source, train_dataset, eval_dataset)
+
+
+def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> keras.Model:
+    """The model with the recipe's regularisation, batch-norm decay, optimizer and loss; call
+    under the strategy's scope."""
+    model = build_model(config, num_classes, recipe)
+    recipe.prepare(model, steps_per_epoch * epochs)
+    if config.sync_batch_norm:
+        for layer in recipes.all_layers(model):
+            if isinstance(layer, keras.layers.BatchNormalization):
+                layer.synchronized = True
+    model.compile(
+        optimizer=recipe.optimizer(config.batch_size, steps_per_epoch, epochs),
+        loss=recipe.loss(),
+        metrics=[
+            keras.metrics.CategoricalAccuracy(name="top1"),
+            keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
+        ],
+    )
+    return model
+
+
+def _train_fit(config, model, inputs: _Inputs, epochs, steps_per_epoch) -> dict:
+    """``model.fit`` with backups, logs and per-epoch checkpoints under ``model_dir``."""
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, "backup")),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
@@ -208,28 +241,35 @@ def train(config: TrainConfig) -> dict:
         print("TensorBoard logs skipped: pip install tensorboard (or lambda-keras[train])")
     start = time.perf_counter()
     model.fit(
-        train_dataset(), epochs=epochs, steps_per_epoch=steps_per_epoch, callbacks=callbacks,
+        inputs.train_dataset(),
+        epochs=epochs,
+        steps_per_epoch=steps_per_epoch,
+        callbacks=callbacks,
         verbose=config.verbose,
-    )  # fmt: skip
+    )
     seconds = time.perf_counter() - start
-    metrics = model.evaluate(eval_ds, return_dict=True, verbose=0)
-    return _finish(config, model, metrics, seconds, train_source)
+    metrics = model.evaluate(inputs.eval_dataset, return_dict=True, verbose=0)
+    return _finish(config, model, metrics, seconds, inputs.train)
 
 
-def _train_custom(config, model, strategy, train_dataset, eval_ds, train_source, epochs,
-                  steps_per_epoch) -> dict:  # fmt: skip
+def _train_custom(config, model, strategy, inputs: _Inputs, epochs, steps_per_epoch) -> dict:
     """The ``strategy.run`` loop (multi-worker). Every worker evaluates on its own; only the
     chief exports, from a copy of the model loaded outside the strategy."""
     start = time.perf_counter()
     fit_with_strategy_run(
-        model, strategy, train_dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
-        model_dir=config.model_dir, verbose=config.verbose,
-    )  # fmt: skip
+        model,
+        strategy,
+        inputs.train_dataset,
+        epochs=epochs,
+        steps_per_epoch=steps_per_epoch,
+        model_dir=config.model_dir,
+        verbose=config.verbose,
+    )
     seconds = time.perf_counter() - start
-    metrics = top_k_accuracy(model, eval_ds)
+    metrics = top_k_accuracy(model, inputs.eval_dataset)
     if not is_chief(strategy):
         config = dataclasses.replace(config, export=False)
-    return _finish(config, model, metrics, seconds, train_source, reload_for_export=True)
+    return _finish(config, model, metrics, seconds, inputs.train, reload_for_export=True)
 
 
 def _finish(config, model, metrics, seconds, train_source, reload_for_export=False) -> dict:

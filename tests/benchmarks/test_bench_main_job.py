@@ -14,9 +14,12 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_main_job.py
 def test_bench_main_job_prints_a_row_per_model():
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--models", "lambda_resnet50", "--epochs", "1"],
-        capture_output=True, text=True, timeout=900, check=True,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=True,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )  # fmt: skip
+    )
     rows = [line for line in result.stdout.splitlines() if line.startswith("| lambda")]
     assert len(rows) == 1
     cells = [cell.strip() for cell in rows[0].strip("|").split("|")]

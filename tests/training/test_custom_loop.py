@@ -47,7 +47,7 @@ def test_custom_loop_gives_fits_weights(tmp_path, precision):
                 export=False,
                 **TINY,
             )
-        )  # fmt: skip
+        )
         for loop in ("fit", "custom")
     }
     by_fit, by_loop = runs["fit"], runs["custom"]
@@ -82,10 +82,15 @@ def start_workers(command, env, count=2):
     procs = []
     for index in range(count):
         config = {"cluster": {"worker": workers}, "task": {"type": "worker", "index": index}}
-        procs.append(subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**env, "TF_CONFIG": json.dumps(config)},
-        ))  # fmt: skip
+        procs.append(
+            subprocess.Popen(
+                command,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env={**env, "TF_CONFIG": json.dumps(config)},
+            )
+        )
     return procs
 
 
@@ -124,11 +129,15 @@ def test_two_workers_train_to_the_single_worker_weights(tmp_path):
     env.pop("TF_CONFIG", None)
     single = subprocess.run(
         [sys.executable, "-c", JOB, str(tmp_path / "single"), "custom", "auto"],
-        capture_output=True, text=True, timeout=600, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert single.returncode == 0, single.stderr[-3000:]
-    procs = start_workers([sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto",
-                           "multi_worker"], env)  # fmt: skip
+    procs = start_workers(
+        [sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto", "multi_worker"], env
+    )
     outputs = finish(procs)
     assert all("on 2 replica(s)" in out for out in outputs)
     assert "exported" in outputs[0] and "exported" not in outputs[1]  # the chief exports
@@ -151,9 +160,13 @@ def test_rejects_a_model_without_one_loss_object():
     model.compile(optimizer="sgd", loss="mse")
     with pytest.raises(TypeError, match="keras.losses.Loss"):
         fit_with_strategy_run(
-            model, tf.distribute.get_strategy(), lambda ctx: None, epochs=1, steps_per_epoch=1,
+            model,
+            tf.distribute.get_strategy(),
+            lambda ctx: None,
+            epochs=1,
+            steps_per_epoch=1,
             model_dir="unused",
-        )  # fmt: skip
+        )
 
 
 @pytest.mark.slow
@@ -164,9 +177,14 @@ def test_killed_two_worker_run_resumes_from_the_chiefs_checkpoint(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TF_CONFIG", None)
     command = [
-        sys.executable, str(ROOT / "training" / "train.py"), "--strategy=multi_worker",
-        f"--model_dir={tmp_path}", "--epochs=3", "--width_multiplier=0.125", "--noexport",
-    ]  # fmt: skip
+        sys.executable,
+        str(ROOT / "training" / "train.py"),
+        "--strategy=multi_worker",
+        f"--model_dir={tmp_path}",
+        "--epochs=3",
+        "--width_multiplier=0.125",
+        "--noexport",
+    ]
     procs = start_workers(command, env)
     log = tmp_path / "log.csv"
     deadline = time.time() + 600

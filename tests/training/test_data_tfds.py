@@ -4,10 +4,10 @@ mock data for the registered catalogue, and the errors raised before anything is
 import numpy as np
 import pytest
 
-tfds = pytest.importorskip("tensorflow_datasets")
+from lambda_keras.training import data
+from lambda_keras.training.trainer import TrainConfig, train
 
-from lambda_keras.training import data  # noqa: E402
-from lambda_keras.training.trainer import TrainConfig, train  # noqa: E402
+tfds = pytest.importorskip("tensorflow_datasets")
 
 CLASSES = ["circle", "square", "triangle"]
 
@@ -53,10 +53,16 @@ def test_tfds_builder_prepared_locally(tmp_path):
 
 def test_trainer_on_a_tfds_data_set(tmp_path):
     result = train(
-        TrainConfig(dataset="lambda_keras_toy_shapes", data_dir=str(tmp_path / "tfds"),
-                    model_dir=str(tmp_path / "run"), epochs=1, batch_size=8,
-                    width_multiplier=0.125, verbose=0)
-    )  # fmt: skip
+        TrainConfig(
+            dataset="lambda_keras_toy_shapes",
+            data_dir=str(tmp_path / "tfds"),
+            model_dir=str(tmp_path / "run"),
+            epochs=1,
+            batch_size=8,
+            width_multiplier=0.125,
+            verbose=0,
+        )
+    )
     assert result["steps"] == 40 // 8
     assert (tmp_path / "run" / "class_names.json").read_text() == '["circle", "square", "triangle"]'
     assert result["model"].output_shape == (None, 3)

@@ -15,11 +15,17 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("model", ["lambda_resnet50", "resnet_rs50"])
 def test_main_job_reaches_95_percent(tmp_path, model):
     result = subprocess.run(
-        [sys.executable, str(ROOT / "training" / "train.py"), f"--model={model}",
-         f"--model_dir={tmp_path}"],
-        capture_output=True, text=True, timeout=1800,
+        [
+            sys.executable,
+            str(ROOT / "training" / "train.py"),
+            f"--model={model}",
+            f"--model_dir={tmp_path}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
-    )  # fmt: skip
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Epoch 30/30" in result.stdout  # per-epoch progress
     top1 = float(re.search(r"test top-1 ([\d.]+)", result.stdout)[1])

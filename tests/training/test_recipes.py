@@ -9,11 +9,32 @@ from lambda_keras.layers import LambdaLayer
 from lambda_keras.training import recipes
 
 
+def table20(model, image_size):
+    row = zoo.model_info(model).table20_row(image_size)
+    return (row.randaugment_magnitude, row.dropout_rate, row.stochastic_depth_rate)
+
+
 def test_table20_rows_and_nearest():
-    assert recipes.table20(350, 320) == (15, 0.3, 0.2)
-    assert recipes.table20(101, 160) == (10, 0.3, 0.0)
-    assert recipes.table20(200, 256) == (15, 0.3, 0.1)  # 200 is not listed: 152's row
-    assert recipes.table20(50, 224) == (10, 0.2, 0.0)
+    assert table20("lambda_resnet350", 320) == (15, 0.3, 0.2)
+    assert table20("lambda_resnet101", 160) == (10, 0.3, 0.0)
+    assert table20("resnet_rs200", 256) == (15, 0.3, 0.1)  # 200 is not listed: 152's row
+    assert table20("lambda_resnet50_c4", 224) == (10, 0.2, 0.0)
+    assert zoo.model_info("mobilenet_v2").table20_row(224) is None
+
+
+@pytest.mark.parametrize(
+    "recipe,model,magnitude,regularization",
+    [
+        ("90ep", "lambda_resnet152", None, dict(dropout_rate=0.0, stochastic_depth_rate=0.0)),
+        ("350ep", "lambda_resnet152", 15, dict(dropout_rate=0.3, stochastic_depth_rate=0.1)),
+        ("350ep", "resnet50", 10, {}),  # outside Table 20: the builder's own defaults
+        ("90ep", "mobilenet_v2", None, {}),
+    ],
+)
+def test_recipes_read_table20_from_the_registry(recipe, model, magnitude, regularization):
+    info = zoo.model_info(model)
+    assert recipes.RECIPES[recipe].randaugment_magnitude(info, 224) == magnitude
+    assert recipes.RECIPES[recipe].model_regularization(info, 224) == regularization
 
 
 def test_90ep_schedule_warms_up_then_decays():

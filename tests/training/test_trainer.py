@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 
 from lambda_keras.training import recipes
+from lambda_keras.training.data import load_source
 from lambda_keras.training.evaluation import evaluate
-from lambda_keras.training.trainer import TrainConfig, build_model, load_source, train
+from lambda_keras.training.trainer import TrainConfig, build_model, train
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
@@ -34,7 +35,7 @@ def test_short_run_trains_evaluates_and_exports(tmp_path):
     assert (Path(result["saved_model"]) / "saved_model.pb").exists()
     assert (tmp_path / "class_names.json").read_text().startswith('["0"')
     # eval.py's function: the .keras file and the SavedModel agree with the trainer.
-    source = load_source("digits", "test", TrainConfig())
+    source = load_source("digits", "test")
     by_keras = evaluate(result["keras"], source, image_size=32)
     by_saved_model = evaluate(result["saved_model"], source, image_size=32)
     assert by_keras["examples"] == by_saved_model["examples"] == 360
@@ -68,8 +69,16 @@ def test_recipe_sets_dropout_and_stochastic_depth(recipe, model, image_size, dro
 
 
 def test_eval_and_export_scripts(tmp_path):
-    result = train(TrainConfig(model_dir=str(tmp_path), epochs=1, export=False, mixup_alpha=0.2,
-                               cutmix_alpha=1.0, **TINY))  # fmt: skip
+    result = train(
+        TrainConfig(
+            model_dir=str(tmp_path),
+            epochs=1,
+            export=False,
+            mixup_alpha=0.2,
+            cutmix_alpha=1.0,
+            **TINY,
+        )
+    )
     assert "keras" not in result and result["steps"] == 1437 // 64
     keras_path = tmp_path / "m.keras"
     from lambda_keras import zoo
@@ -77,15 +86,25 @@ def test_eval_and_export_scripts(tmp_path):
     zoo.LambdaResNet50(input_shape=(32, 32, 3), classes=10, width_multiplier=0.125).save(keras_path)
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     export = subprocess.run(
-        [sys.executable, str(ROOT / "training" / "export.py"), f"--model_path={keras_path}",
-         f"--export_dir={tmp_path / 'served'}"],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(ROOT / "training" / "export.py"),
+            f"--model_path={keras_path}",
+            f"--export_dir={tmp_path / 'served'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert export.returncode == 0, export.stderr[-2000:]
     evaluation = subprocess.run(
         [sys.executable, str(ROOT / "training" / "eval.py"), f"--model_path={tmp_path / 'served'}"],
-        capture_output=True, text=True, timeout=300, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert evaluation.returncode == 0, evaluation.stderr[-2000:]
     assert "(360 images): top-1" in evaluation.stdout
 
@@ -110,9 +129,14 @@ def test_bad_arguments(tmp_path, kwargs, match):
 @pytest.mark.parametrize("loop", ["fit", "custom"])
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     command = [
-        sys.executable, str(ROOT / "training" / "train.py"), f"--model_dir={tmp_path}",
-        "--epochs=4", "--width_multiplier=0.125", "--noexport", f"--loop={loop}",
-    ]  # fmt: skip
+        sys.executable,
+        str(ROOT / "training" / "train.py"),
+        f"--model_dir={tmp_path}",
+        "--epochs=4",
+        "--width_multiplier=0.125",
+        "--noexport",
+        f"--loop={loop}",
+    ]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 300
