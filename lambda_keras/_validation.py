@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = [
+    "boolean",
     "divisible",
     "extent",
     "implementation",
@@ -26,6 +27,13 @@ __all__ = [
 
 def _is_int(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def boolean(name: str, value) -> bool:
+    """Return ``value`` as a bool, or raise if it is not one (``"false"`` is not False)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"`{name}` must be True or False; received {name}={value!r}.")
+    return bool(value)
 
 
 def positive_int(name: str, value) -> int:

@@ -109,6 +109,11 @@ class LambdaLayer(keras.layers.Layer):
             other layers) instead of creating one. Its ``key_dim``, ``intra_depth`` and
             ``groups`` must match this layer, and its ``size`` the local scope.
         use_bias: Whether the projections have a bias (default False, as in the paper).
+        use_position_bias: Add a learned per-key constant ``b`` (``[groups, key_dim]``, zeros
+            at first) to every position lambda, ``lambda_n += b 1^T``, i.e. ``y_n`` gains
+            ``q_n . b`` on every value channel — the bias of timm's lambda convolution
+            (``Conv3d(..., bias=True)``). Independent of the context and of masks. Default
+            False (the paper's layer has none). Requires ``position=True``.
         kernel_regularizer: Regularizer of the projection kernel (e.g. the paper's L2).
     """
 
@@ -135,6 +140,7 @@ class LambdaLayer(keras.layers.Layer):
         position_embedding: RelativePositionEmbedding | None = None,
         use_bias: bool = False,
         kernel_regularizer: str | keras.regularizers.Regularizer | None = None,
+        use_position_bias: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -154,27 +160,32 @@ class LambdaLayer(keras.layers.Layer):
         self.implementation = v.implementation(
             implementation, IMPLEMENTATIONS, intra_depth=self.intra_depth
         )
-        self.content = bool(content)
-        self.position = bool(position)
+        self.content = v.boolean("content", content)
+        self.position = v.boolean("position", position)
         if not (self.content or self.position):
             raise ValueError(
                 "At least one of `content` and `position` must be True; received "
                 "content=False, position=False."
             )
-        self.multi_head = bool(multi_head)
+        self.multi_head = v.boolean("multi_head", multi_head)
         self.key_normalization = v.one_of(
             "key_normalization", key_normalization, KEY_NORMALIZATIONS
         )
         self.query_normalization = v.one_of(
             "query_normalization", query_normalization, QUERY_NORMALIZATIONS
         )
-        self.query_batch_norm = bool(query_batch_norm)
-        self.value_batch_norm = bool(value_batch_norm)
+        self.query_batch_norm = v.boolean("query_batch_norm", query_batch_norm)
+        self.value_batch_norm = v.boolean("value_batch_norm", value_batch_norm)
         self.batch_norm_momentum = float(batch_norm_momentum)
         self.batch_norm_epsilon = float(batch_norm_epsilon)
-        self.causal = bool(causal)
+        self.causal = v.boolean("causal", causal)
         self.context_mask = v.square_bool_mask("context_mask", context_mask)
-        self.use_bias = bool(use_bias)
+        self.use_bias = v.boolean("use_bias", use_bias)
+        self.use_position_bias = v.boolean("use_position_bias", use_position_bias)
+        if self.use_position_bias and not self.position:
+            raise ValueError(
+                "`use_position_bias=True` needs position lambdas; received position=False."
+            )
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self._check_mask_options()
 
@@ -257,6 +268,11 @@ class LambdaLayer(keras.layers.Layer):
         h, k, u, g = self.num_heads, self.key_dim, self.intra_depth, self.groups
         self._splits = [h * k, g * k * u, g * self._value_dim * u]
         self._build_projections(channels)
+        self.position_bias = (
+            self.add_weight(name="position_bias", shape=(g, k), initializer="zeros")
+            if self.use_position_bias
+            else None
+        )
         self.query_norm = self._batch_norm("query_norm", input_shape, self.query_batch_norm, 0)
         self.value_norm = self._batch_norm("value_norm", input_shape, self.value_batch_norm, 2)
         self.built = True
@@ -470,6 +486,9 @@ class LambdaLayer(keras.layers.Layer):
                 position = self._conv_position_lambdas(values, spatial, impl)
                 lambdas = position if lambdas is None else lambdas + position
             y = _apply_lambdas(q, lambdas)
+        if self.position_bias is not None:
+            bias = tf.cast(self.position_bias, dtype)
+            y = y + tf.einsum("bngqk,gk->bngq", q, bias)[..., None]
         y = tf.reshape(y, [batch, *spatial, self._dim_out])
         return tf.cast(y, self.compute_dtype)
 
@@ -595,6 +614,7 @@ class LambdaLayer(keras.layers.Layer):
                 "position_embedding": self.position_embedding if self._shared_embedding else None,
                 "use_bias": self.use_bias,
                 "kernel_regularizer": keras.regularizers.serialize(self.kernel_regularizer),
+                "use_position_bias": self.use_position_bias,
             }
         )
         return config

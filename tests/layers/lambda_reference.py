@@ -33,6 +33,7 @@ def reference_lambda_layer(
     context_mask=None,
     query_norm=None,
     value_norm=None,
+    position_bias=None,
 ):
     """Output of a lambda layer for input ``x``.
 
@@ -44,6 +45,8 @@ def reference_lambda_layer(
             relative offset ``i - window // 2``; offsets outside the window have no embedding.
         context_mask: ``[n, n]`` booleans, ``[query, context]``, raster order; None = all.
         query_norm / value_norm: ``(gamma, beta, mean, variance, epsilon)`` or None.
+        position_bias: ``[g, k]`` constant added to every position lambda (all value
+            channels), or None.
 
     Returns:
         ``[batch, *spatial, h * v]``.
@@ -96,6 +99,8 @@ def reference_lambda_layer(
                         e_nm = table[tuple(index)]  # [g, k, u]
                         for gg in range(g):
                             lam[gg] += e_nm[gg] @ values[b, j, gg].T
+                if position_bias is not None:
+                    lam += np.asarray(position_bias, np.float64)[:, :, None]
             for head in range(h):
                 query = q[b, i, head]
                 if query_normalization == "softmax":

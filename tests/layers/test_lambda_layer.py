@@ -107,6 +107,7 @@ def reference_for(layer, x):
         context_mask=mask,
         query_norm=norm_params(layer.query_norm),
         value_norm=norm_params(layer.value_norm),
+        position_bias=None if layer.position_bias is None else layer.position_bias.numpy(),
     )
 
 
@@ -136,6 +137,50 @@ def test_paper_defaults_match_reference(impl, scope):
     layer.build(x.shape)
     randomize_batch_norms(layer, np.random.default_rng(4))
     assert_matches(layer(x, training=False).numpy(), reference_for(layer, x))
+
+
+POSITION_BIAS_CASES = {
+    "local": dict(scope_size=3),
+    "global": dict(scope_size=None),
+    "multi_head_intra_depth": dict(scope_size=3, multi_head=True, intra_depth=2),
+    "causal": dict(scope_size=3, causal=True),
+}
+
+
+@pytest.mark.parametrize(
+    "impl,case",
+    [
+        pytest.param(impl, case, id=f"{impl}-{case}")
+        for case, kwargs in POSITION_BIAS_CASES.items()
+        for impl in IMPLEMENTATIONS
+        if _defined(impl, kwargs)
+    ],
+)
+def test_position_bias_matches_reference(impl, case):
+    """timm's lambda-convolution bias: a per-key constant in every position lambda."""
+    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
+    layer = build_layer(x, implementation=impl, use_position_bias=True, **POSITION_BIAS_CASES[case])
+    assert layer.position_bias.shape == (layer.groups, layer.key_dim)
+    without = layer(x, training=False).numpy()
+    layer.position_bias.assign(RNG.normal(size=layer.position_bias.shape))
+    y = layer(x, training=False).numpy()
+    assert np.abs(y - without).max() > 0.1  # the bias changes the output...
+    assert_matches(y, reference_for(layer, x))  # ...as the reference says
+
+
+def test_position_bias_is_off_by_default_and_needs_position_lambdas():
+    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=3)
+    layer.build((None, 4, 4, 8))
+    assert layer.position_bias is None
+    assert "position_bias" not in [w.path.split("/")[-1] for w in layer.weights]
+    with pytest.raises(ValueError, match="use_position_bias=True.*position=False"):
+        LambdaLayer(8, position=False, use_position_bias=True)
+
+
+@pytest.mark.parametrize("arg", ["causal", "content", "multi_head", "use_position_bias"])
+def test_boolean_arguments_reject_strings(arg):
+    with pytest.raises(TypeError, match=f"`{arg}` must be True or False.*'false'"):
+        LambdaLayer(8, **{arg: "false"})
 
 
 SEQUENCE_CASES = {
@@ -423,8 +468,9 @@ def test_shared_embedding_must_match_the_layer():
         dict(scope_size=5, implementation="conv"),
         dict(scope_size=None, causal=True, intra_depth=2),
         dict(scope_size=3, context_mask=np.tril(np.ones((36, 36), bool)), multi_head=True),
+        dict(scope_size=5, use_position_bias=True),
     ],
-    ids=["conv", "global-causal-u2", "masked-multihead"],
+    ids=["conv", "global-causal-u2", "masked-multihead", "position-bias"],
 )
 def test_keras_file_round_trip_is_identical(tmp_path, kwargs):
     inputs = keras.Input((6, 6, 8), name="images")
@@ -433,6 +479,8 @@ def test_keras_file_round_trip_is_identical(tmp_path, kwargs):
     )
     model = keras.Model(inputs, layer(inputs))
     randomize_batch_norms(layer, np.random.default_rng(2))
+    if layer.position_bias is not None:
+        layer.position_bias.assign(RNG.normal(size=layer.position_bias.shape))
     path = str(tmp_path / "model.keras")
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
@@ -457,6 +505,7 @@ def test_get_config_round_trip():
         batch_norm_momentum=0.9,
         batch_norm_epsilon=1e-5,
         use_bias=True,
+        use_position_bias=True,
         name="lam",
     )
     clone = LambdaLayer.from_config(layer.get_config())
