@@ -17,6 +17,7 @@ setup(
     license="Apache-2.0",
     python_requires=">=3.10",
     packages=find_packages(include=["lambda_keras", "lambda_keras.*"]),
+    package_data={"lambda_keras.zoo": ["imagenet_classes.tsv"]},
     # TensorFlow itself comes from an extra, so users pick the build for their accelerator.
     install_requires=["keras>=3.10", "numpy>=1.26"],
     extras_require={
@@ -27,6 +28,8 @@ setup(
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
+        # Reading timm's .safetensors checkpoints (convert_timm) without PyTorch.
+        "timm": ["safetensors>=0.4"],
         "test": [
             "pytest>=8",
             "ruff>=0.6",
@@ -34,6 +37,7 @@ setup(
             "tensorboard>=2.20",
             "tensorflow-datasets>=4.9",
             "importlib_resources",
+            "safetensors>=0.4",
         ],
     },
     classifiers=[

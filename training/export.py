@@ -1,4 +1,8 @@
-"""Export a ``.keras`` model for serving: ``python training/export.py --model_path=...``.
+"""Export a model for serving.
+
+``python training/export.py --model_path=run/model.keras`` exports a trained ``.keras`` file;
+``python training/export.py --zoo_model=lambda_resnet50ts --weights=imagenet`` a zoo model with
+registered weights, at the input size and crop fraction those weights were evaluated with.
 
 Writes a SavedModel whose signatures take uint8 images of any size (``serve_images``, also the
 default) or encoded JPEG/PNG bytes (``serve_bytes``) and do the resize, centre crop and
@@ -13,23 +17,62 @@ from absl import app, flags, logging
 
 flags.DEFINE_string("model_path", "runs/digits/model.keras", "The .keras file to export.")
 flags.DEFINE_string("export_dir", "runs/digits/saved_model", "Where the SavedModel goes.")
-flags.DEFINE_integer("image_size", 32, "Image side the model takes.")
-flags.DEFINE_float("crop_fraction", 0.875, "Centre-crop fraction of the serving graph.")
+flags.DEFINE_string(
+    "zoo_model",
+    None,
+    "Export this registered zoo model instead of --model_path (e.g. lambda_resnet26t).",
+)
+flags.DEFINE_string(
+    "weights", None, "With --zoo_model: registered weights name, 'imagenet' or a .weights.h5 path."
+)
+flags.DEFINE_integer(
+    "image_size", None, "Image side the model takes (default: the weights' size, else 32)."
+)
+flags.DEFINE_float(
+    "crop_fraction",
+    None,
+    "Centre-crop fraction of the serving graph (default: the weights', else 0.875).",
+)
 FLAGS = flags.FLAGS
+
+
+def _load_model():
+    """The model to export and the (image_size, crop_fraction) its weights were evaluated at."""
+    import keras
+
+    from lambda_keras import zoo
+    from lambda_keras.zoo import weights as weights_lib
+
+    if FLAGS.zoo_model is None:
+        if not os.path.exists(FLAGS.model_path):
+            raise SystemExit(f"--model_path {FLAGS.model_path!r} does not exist.")
+        model = keras.saving.load_model(FLAGS.model_path)
+        return model, (model.input.shape[1] or 32, 0.875)
+    try:
+        info = zoo.model_info(FLAGS.zoo_model)
+        spec = weights_lib.resolve_weights(FLAGS.weights, info.name)
+        model = info.builder(weights=FLAGS.weights)
+    except ValueError as err:
+        raise SystemExit(f"--zoo_model/--weights: {err}") from None
+    if isinstance(spec, weights_lib.WeightsSpec):
+        return model, (spec.input_size, spec.crop_fraction)
+    return model, (model.input.shape[1] or 224, 0.875)
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    import keras
-
     from lambda_keras.training.serving import export_for_serving
 
-    if not os.path.exists(FLAGS.model_path):
-        raise SystemExit(f"--model_path {FLAGS.model_path!r} does not exist.")
-    model = keras.saving.load_model(FLAGS.model_path)
-    path = export_for_serving(model, FLAGS.export_dir, FLAGS.image_size, FLAGS.crop_fraction)
-    print(f"exported {FLAGS.model_path} to {path} (signatures serve_images, serve_bytes)")
+    model, (size, crop) = _load_model()
+    size = FLAGS.image_size or size
+    crop = FLAGS.crop_fraction or crop
+    path = export_for_serving(model, FLAGS.export_dir, size, crop)
+    source = FLAGS.zoo_model or FLAGS.model_path
+    print(
+        f"exported {source} to {path} at {size}x{size}, crop {crop} "
+        "(signatures serve_images, serve_bytes)"
+    )
 
 
 if __name__ == "__main__":

@@ -24,6 +24,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lambda_keras.preprocessing import eval_image, normalize
+
 __all__ = [
     "Source",
     "digits_source",
@@ -35,8 +37,6 @@ __all__ = [
 ]
 
 AUTOTUNE = tf.data.AUTOTUNE
-IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], "float32") * 255.0
-IMAGENET_STD = np.array([0.229, 0.224, 0.225], "float32") * 255.0
 IMAGE_EXTENSIONS = (".jpg", ".jpeg", ".png", ".bmp", ".gif")
 
 
@@ -225,28 +225,6 @@ def random_resized_crop(image, size: int, seed, scale=(0.08, 1.0), ratio=(3 / 4,
     crop = tf.slice(image, begin, extent)
     crop.set_shape([None, None, image.shape[-1]])
     return tf.image.resize(crop, (size, size), method="bicubic", antialias=True)
-
-
-def center_crop(image, size: int, crop_fraction: float):
-    """Resize the shorter side to ``size / crop_fraction``, then take the central square."""
-    shape = tf.cast(tf.shape(image)[:2], tf.float32)
-    scale = size / crop_fraction / tf.reduce_min(shape)
-    resized = tf.image.resize(
-        image, tf.cast(tf.round(shape * scale), tf.int32), method="bicubic", antialias=True
-    )
-    return tf.image.resize_with_crop_or_pad(resized, size, size)
-
-
-def eval_image(image, image_size: int, crop_fraction: float = 0.875):
-    """Evaluation preprocessing of one image (before normalisation): centre crop, float32 in
-    ``[0, 255]``. The serving graph applies exactly this."""
-    image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
-    return tf.clip_by_value(image, 0.0, 255.0)
-
-
-def normalize(images):
-    """ImageNet mean/std normalisation of ``[0, 255]`` images."""
-    return (images - IMAGENET_MEAN) / IMAGENET_STD
 
 
 def make_dataset(

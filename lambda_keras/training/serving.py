@@ -14,7 +14,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from lambda_keras.training.data import eval_image, normalize
+from lambda_keras.preprocessing import eval_image, normalize
 
 __all__ = ["export_for_serving"]
 

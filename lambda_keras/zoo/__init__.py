@@ -5,12 +5,22 @@
   ``ResNetRS420`` and the family's spec table in :mod:`.resnet_rs`.
 * ``ResNet50(layout="CCLL")``: the vanilla ResNet-50 placement study (Tables 3, 8, 12).
 * ``MobileNetV2`` and ``LambdaMobileNetV2`` (App. E.4.2, Table 17).
+* ``LambdaResNet26T``, ``LambdaResNet26RPT256``, ``LambdaResNet50TS``: Keras ports of timm's
+  ImageNet LambdaResNets, with ``weights="imagenet"`` (:mod:`.timm_lambda_resnet`,
+  :mod:`.convert_timm`).
 
 Every builder is registered by name (``list_models()``, ``get_model(name)``,
 ``model_info(name)``).
 """
 
-from lambda_keras.zoo import hybrid_resnet50, lambda_resnet, mobilenet_v2, resnet_rs, weights
+from lambda_keras.zoo import (
+    hybrid_resnet50,
+    lambda_resnet,
+    mobilenet_v2,
+    resnet_rs,
+    timm_lambda_resnet,
+    weights,
+)
 from lambda_keras.zoo.flops import count_flops
 from lambda_keras.zoo.hybrid_resnet50 import ResNet50
 from lambda_keras.zoo.lambda_resnet import (
@@ -47,12 +57,20 @@ from lambda_keras.zoo.resnet_rs import (
     ResNetRS350,
     ResNetRS420,
 )
+from lambda_keras.zoo.timm_lambda_resnet import (
+    LambdaResNet26RPT256,
+    LambdaResNet26T,
+    LambdaResNet50TS,
+)
 from lambda_keras.zoo.weights import WeightsSpec, register_weights, registered_weights
 
 __all__ = [
     "LambdaMobileNetV2",
+    "LambdaResNet26RPT256",
+    "LambdaResNet26T",
     "LambdaResNet50",
     "LambdaResNet50C4",
+    "LambdaResNet50TS",
     "LambdaResNet101",
     "LambdaResNet101C4",
     "LambdaResNet152",
@@ -88,5 +106,6 @@ __all__ = [
     "register_weights",
     "registered_weights",
     "resnet_rs",
+    "timm_lambda_resnet",
     "weights",
 ]

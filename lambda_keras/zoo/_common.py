@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from pathlib import Path
 
 import keras
 import numpy as np
 
+from lambda_keras import _validation as v
 from lambda_keras.zoo import weights as weights_lib
 
 POOLINGS = (None, "avg", "max")
@@ -166,7 +169,7 @@ def build(
     x = _classifier(x, args, dropout_rate) if args.include_top else _pool(x, args.pooling)
     model = keras.Model(inputs, x, name=name)
     if isinstance(resolved, weights_lib.WeightsSpec):
-        weights_lib.load_into(model, weights_lib.fetch_weights(resolved), architecture)
+        weights_lib.load_registered(model, resolved)
     elif resolved is not None:
         weights_lib.load_into(model, resolved, architecture)
     return model
@@ -207,9 +210,35 @@ def preprocess_input(x, data_format=None):
     )
 
 
-def decode_predictions(preds, top: int = 5):
+def decode_predictions(preds, top: int = 5) -> list[list[tuple[str, str, float]]]:
     """ImageNet class names of the ``top`` scores, as ``keras.applications`` returns them.
 
-    Keras fetches its ImageNet class index once (into the Keras cache) the first time.
+    Works offline: the 1,000 WordNet IDs and names (the first lemma of each synset, spaces as
+    underscores, e.g. ``"golden_retriever"``) ship with the package.
+
+    Args:
+        preds: ``[batch, 1000]`` scores (probabilities or logits).
+        top: How many classes per image.
+
+    Returns:
+        Per image, ``top`` tuples ``(wordnet_id, name, score)``, best first.
     """
-    return keras.applications.imagenet_utils.decode_predictions(preds, top=top)
+    preds = np.asarray(preds)
+    if preds.ndim != 2 or preds.shape[1] != len(imagenet_classes()):
+        raise ValueError(
+            f"`preds` must be ImageNet scores of shape [batch, 1000]; received shape {preds.shape}."
+        )
+    top = min(v.positive_int("top", top), preds.shape[1])
+    classes = imagenet_classes()
+    results = []
+    for row in preds:
+        best = np.argsort(-row, kind="stable")[:top]
+        results.append([(*classes[i], float(row[i])) for i in best])
+    return results
+
+
+@functools.cache
+def imagenet_classes() -> tuple[tuple[str, str], ...]:
+    """The 1,000 ImageNet-1k classes in model output order: ``(wordnet_id, name)``."""
+    text = (Path(__file__).with_name("imagenet_classes.tsv")).read_text()
+    return tuple(tuple(line.split("\t")) for line in text.splitlines() if line)

@@ -34,6 +34,7 @@ class LambdaConfig:
     intra_depth: int = 1
     scope_size: int | None = 23
     implementation: str = "auto"
+    use_position_bias: bool = False
 
     def __post_init__(self):
         # Fail on bad hyper-parameters before any layer of the model is built.
@@ -42,6 +43,7 @@ class LambdaConfig:
         v.positive_int("intra_depth", self.intra_depth)
         v.scope("scope_size", self.scope_size)
         v.implementation(self.implementation, IMPLEMENTATIONS, intra_depth=self.intra_depth)
+        v.boolean("use_position_bias", self.use_position_bias)
 
     def layer(self, dim_out: int, name: str) -> LambdaLayer:
         return LambdaLayer(
@@ -53,6 +55,7 @@ class LambdaConfig:
             implementation=self.implementation,
             batch_norm_epsilon=1e-5,
             batch_norm_momentum=0.9,
+            use_position_bias=self.use_position_bias,
             name=name,
         )
 
@@ -90,10 +93,17 @@ def conv(x, filters: int, kernel_size: int, strides: int = 1, name: str = ""):
     )(x)
 
 
-def conv_bn_relu(x, filters, kernel_size, strides, norm: NormConfig, name: str):
+def conv_bn_act(
+    x, filters, kernel_size, strides, norm: NormConfig, name: str, activation: str = "relu"
+):
+    """Conv (``{name}_conv``), batch norm (``{name}_bn``), activation (``{name}_{activation}``)."""
     x = conv(x, filters, kernel_size, strides, name=f"{name}_conv")
     x = norm.layer(f"{name}_bn")(x)
-    return keras.layers.ReLU(name=f"{name}_relu")(x)
+    return keras.layers.Activation(activation, name=f"{name}_{activation}")(x)
+
+
+def conv_bn_relu(x, filters, kernel_size, strides, norm: NormConfig, name: str):
+    return conv_bn_act(x, filters, kernel_size, strides, norm, name, "relu")
 
 
 def resnet_d_stem(x, norm: NormConfig, name: str = "stem", width_multiplier: float = 1.0):
@@ -143,13 +153,18 @@ def bottleneck(
     se_ratio: float = 0.0,
     drop_rate: float = 0.0,
     resnet_d_shortcut: bool = True,
+    activation: str = "relu",
+    lambda_pool_size: int = 3,
     name: str,
     output_name: str | None = None,
 ):
     """Bottleneck block: 1x1 (width), 3x3 conv or lambda layer (width), 1x1 (4 * width).
 
     * A lambda block downsamples with a 3x3 average pool of stride 2 *after* the lambda layer
-      (paper App. F.2); a conv block with a strided 3x3 conv.
+      (paper App. F.2; ``lambda_pool_size=2``: timm's 2x2 pool without padding); a conv block
+      with a strided 3x3 conv.
+    * ``activation`` follows every batch norm but the last and the residual sum (ReLU in the
+      paper, SiLU in timm's ``lambda_resnet50ts``).
     * The last batch norm's gamma starts at zero.
     * ``se_ratio`` > 0 adds squeeze-and-excitation on the block output with
       ``int(4 * width * se_ratio)`` reduced channels (ResNet-RS).
@@ -169,17 +184,20 @@ def bottleneck(
             shortcut = conv(shortcut, channels_out, 1, strides, name=f"{name}_shortcut_conv")
         shortcut = norm.layer(f"{name}_shortcut_bn")(shortcut)
 
-    y = conv_bn_relu(x, width, 1, 1, norm, f"{name}_1")
+    y = conv_bn_act(x, width, 1, 1, norm, f"{name}_1", activation)
     if use_lambda:
         y = lambda_config.layer(width, name=f"{name}_2_lambda")(y)
         if strides != 1:
             y = keras.layers.AveragePooling2D(
-                3, strides=strides, padding="same", name=f"{name}_2_pool"
+                lambda_pool_size,
+                strides=strides,
+                padding="same" if lambda_pool_size == 3 else "valid",
+                name=f"{name}_2_pool",
             )(y)
         y = norm.layer(f"{name}_2_bn")(y)
-        y = keras.layers.ReLU(name=f"{name}_2_relu")(y)
+        y = keras.layers.Activation(activation, name=f"{name}_2_{activation}")(y)
     else:
-        y = conv_bn_relu(y, width, 3, strides, norm, f"{name}_2")
+        y = conv_bn_act(y, width, 3, strides, norm, f"{name}_2", activation)
     y = conv(y, channels_out, 1, name=f"{name}_3_conv")
     y = norm.layer(f"{name}_3_bn", zero_gamma=True)(y)
     if se_ratio > 0:
@@ -187,4 +205,49 @@ def bottleneck(
     if drop_rate > 0:
         y = StochasticDepth(drop_rate, name=f"{name}_drop")(y)
     y = keras.layers.Add(name=f"{name}_add")([shortcut, y])
-    return keras.layers.ReLU(name=output_name or f"{name}_out")(y)
+    return keras.layers.Activation(activation, name=output_name or f"{name}_out")(y)
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class PaddedMaxPooling2D(keras.layers.Layer):
+    """Max pooling over a map padded with ``-inf`` by ``padding`` pixels on every side.
+
+    PyTorch's ``MaxPool2d(pool_size, strides, padding)``: the windows are centred on pixels
+    ``0, strides, 2 * strides, ...``, unlike Keras' ``padding="same"`` (which pads after the
+    map when the padding is odd), and padding never wins the max (zero padding would, after an
+    activation with negative outputs such as SiLU).
+
+    Input ``[batch, height, width, channels]``; output
+    ``[batch, (height + 2 * padding - pool_size) // strides + 1, ..., channels]``.
+    """
+
+    def __init__(self, pool_size: int = 3, strides: int = 2, padding: int = 1, **kwargs):
+        super().__init__(**kwargs)
+        self.pool_size = v.positive_int("pool_size", pool_size)
+        self.strides = v.positive_int("strides", strides)
+        if isinstance(padding, bool) or not isinstance(padding, int) or padding < 0:
+            raise ValueError(
+                f"`padding` must be a non-negative integer; received padding={padding!r}."
+            )
+        self.padding = padding
+
+    def call(self, inputs):
+        p = self.padding
+        x = keras.ops.pad(inputs, ((0, 0), (p, p), (p, p), (0, 0)), constant_values=-float("inf"))
+        return keras.ops.max_pool(x, self.pool_size, self.strides, padding="valid")
+
+    def compute_output_shape(self, input_shape):
+        def side(n):
+            if n is None:
+                return None
+            return (n + 2 * self.padding - self.pool_size) // self.strides + 1
+
+        return (input_shape[0], side(input_shape[1]), side(input_shape[2]), input_shape[3])
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "pool_size": self.pool_size,
+            "strides": self.strides,
+            "padding": self.padding,
+        }

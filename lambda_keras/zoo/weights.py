@@ -9,13 +9,16 @@ No official LambdaResNet weights exist; the registry is how weights trained with
     model = lambda_keras.zoo.LambdaResNet50(weights="lambda_resnet50_imagenet")
 
 Files are fetched once with ``keras.utils.get_file`` into the Keras cache and verified against
-their SHA-256 before anything is loaded.
+their SHA-256 before anything is loaded. A file in timm's format (``source_format="timm"``, a
+``model.safetensors``) is converted with :mod:`lambda_keras.zoo.convert_timm` the first time
+and the Keras ``.weights.h5`` cached beside it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import tempfile
 import warnings
 
 import keras
@@ -30,6 +33,7 @@ __all__ = [
 ]
 
 PREPROCESSING_MODES = ("torch", "tf", "caffe")
+SOURCE_FORMATS = ("keras", "timm")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,8 +42,9 @@ class WeightsSpec:
 
     Attributes:
         name: Registry name, passed as ``weights=name`` to a builder.
-        url: Where the ``.weights.h5`` file is (``https://``, ``file://``, ...).
-        sha256: SHA-256 of the file (hex).
+        url: Where the file is (``https://``, ``file://``, ...).
+        sha256: SHA-256 of the file (hex), or None when it is not pinned yet: such weights
+            are listed but never downloaded (the error says how to convert them by hand).
         architecture: The architecture the builder checks: the registry name of the model
             (see :func:`lambda_keras.zoo.list_models`), for ``ResNet50`` with its layout and
             intra-depth (``"resnet50_ccll"``, ``"resnet50_llll_u4"``).
@@ -47,23 +52,37 @@ class WeightsSpec:
         preprocessing: ``keras.applications.imagenet_utils.preprocess_input`` mode the weights
             expect: ``"torch"`` (ImageNet mean/std, default), ``"tf"`` or ``"caffe"``.
         classes: Number of classes of the classifier the file holds.
+        crop_fraction: Centre-crop fraction of the evaluation the weights were measured with.
+        source_format: ``"keras"`` (a ``.weights.h5``) or ``"timm"`` (timm's
+            ``model.safetensors``, converted on first use).
+        aliases: Other names that select these weights for their architecture only, e.g.
+            ``("imagenet",)``: ``weights="imagenet"``.
     """
 
     name: str
     url: str
-    sha256: str
+    sha256: str | None
     architecture: str
     input_size: int
     preprocessing: str = "torch"
     classes: int = 1000
+    crop_fraction: float = 0.875
+    source_format: str = "keras"
+    aliases: tuple[str, ...] = ()
 
     def __post_init__(self):
+        if self.source_format not in SOURCE_FORMATS:
+            raise ValueError(
+                f"`source_format` must be one of {SOURCE_FORMATS}; received {self.source_format!r}."
+            )
         if self.preprocessing not in PREPROCESSING_MODES:
             raise ValueError(
                 f"`preprocessing` must be one of {PREPROCESSING_MODES}; received "
                 f"{self.preprocessing!r}."
             )
-        if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256.lower()):
+        if self.sha256 is not None and (
+            len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256.lower())
+        ):
             raise ValueError(f"`sha256` must be 64 hex digits; received {self.sha256!r}.")
 
 
@@ -121,6 +140,10 @@ def resolve_weights(weights: str | None, architecture: str) -> WeightsSpec | str
                 f"{sorted(registered_weights(architecture)) or 'none registered'}."
             )
         return spec
+    aliased = [s for s in _REGISTRY.values() if s.architecture == architecture]
+    aliased = [s for s in aliased if weights in s.aliases]
+    if aliased:
+        return aliased[0]
     if os.path.exists(weights):
         return weights
     looks_like_path = os.sep in weights or weights.endswith((".h5", ".keras"))
@@ -140,7 +163,16 @@ def fetch_weights(spec: WeightsSpec) -> str:
     Raises:
         ValueError: the file's SHA-256 differs from the registered one (nothing is loaded).
     """
-    filename = f"{spec.name}.weights.h5"
+    if spec.sha256 is None:
+        raise ValueError(
+            f"The SHA-256 of the weights {spec.name!r} ({spec.url}) is not pinned in "
+            "lambda_keras yet, so they are not downloaded unchecked. Download the file "
+            "yourself, check it, and pass its path as `weights=` (a timm checkpoint: convert "
+            f"it first with python -m lambda_keras.zoo.convert_timm --model={spec.architecture} "
+            "--checkpoint=model.safetensors --output=model.weights.h5)."
+        )
+    suffix = ".safetensors" if spec.source_format == "timm" else ".weights.h5"
+    filename = f"{spec.name}{suffix}"
     if CACHE_DIR is not None:
         os.makedirs(CACHE_DIR, exist_ok=True)  # Keras falls back to /tmp/.keras otherwise
     try:
@@ -157,6 +189,35 @@ def fetch_weights(spec: WeightsSpec) -> str:
             f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
             f"{spec.sha256}. Nothing was loaded. ({err})"
         ) from err
+
+
+def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
+    """Fetch registered weights (converting a timm checkpoint once) and load them."""
+    path = fetch_weights(spec)
+    if spec.source_format == "keras":
+        load_into(model, path, spec.architecture)
+        return
+    converted = os.path.join(os.path.dirname(path), f"{spec.name}.weights.h5")
+    if os.path.exists(converted):
+        load_into(model, converted, spec.architecture)
+        return
+    from lambda_keras.zoo import convert_timm  # its checks need the zoo's builders
+
+    convert_timm.assign_checkpoint(model, convert_timm.read_checkpoint(path), spec.architecture)
+    save_weights_atomically(model, converted)
+
+
+def save_weights_atomically(model: keras.Model, path: str) -> None:
+    """``model.save_weights(path)`` through a temporary file: ``path`` is complete or absent."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(suffix=".weights.h5", dir=directory)
+    os.close(fd)
+    try:
+        model.save_weights(temporary, overwrite=True)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.remove(temporary)
 
 
 def load_into(model: keras.Model, path: str, architecture: str) -> None:

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from lambda_keras import preprocessing
 from lambda_keras.training import data
 
 
@@ -70,7 +71,7 @@ def test_training_pipeline_is_deterministic_with_a_seed():
 def test_eval_center_crop_is_the_centre():
     image = np.zeros((40, 60, 3), "uint8")
     image[10:30, 20:40] = 255  # a bright centre square
-    out = data.center_crop(tf.constant(image, tf.float32), 20, crop_fraction=1.0).numpy()
+    out = preprocessing.center_crop(tf.constant(image, tf.float32), 20, crop_fraction=1.0).numpy()
     assert out.shape == (20, 20, 3)
     assert out[5:15, 5:15].min() > 200 and out[:, :2].max() < 30
 

@@ -69,7 +69,7 @@ def test_both_signatures_classify_a_real_photo_in_a_fresh_process(tmp_path):
 def test_in_process_matches_the_model_on_the_centre_crop(tmp_path):
     import tensorflow as tf
 
-    from lambda_keras.training.data import eval_image, normalize
+    from lambda_keras.preprocessing import eval_image, normalize
 
     model = zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
     served = tf.saved_model.load(export_for_serving(model, str(tmp_path / "s"), image_size=64))

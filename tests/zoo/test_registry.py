@@ -12,7 +12,8 @@ def test_list_models():
             names
         )
     assert {"resnet50", "mobilenet_v2", "lambda_mobilenet_v2"} <= set(names)
-    assert len(names) == 24
+    assert {"lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"} <= set(names)
+    assert len(names) == 27
     assert zoo.list_models("*mobilenet*") == ["lambda_mobilenet_v2", "mobilenet_v2"]
 
 

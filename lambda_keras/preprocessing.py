@@ -1,0 +1,38 @@
+"""Evaluation preprocessing shared by the zoo, the training data pipeline and serving.
+
+The centre crop of evaluation (the shorter side resized, bicubic and antialiased, to
+``size / crop_fraction``, then the central ``size x size`` square, as timm and the ResNet
+references do) and the ImageNet mean/std normalisation of ``[0, 255]`` images.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "center_crop", "eval_image", "normalize"]
+
+IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], "float32") * 255.0
+IMAGENET_STD = np.array([0.229, 0.224, 0.225], "float32") * 255.0
+
+
+def center_crop(image, size: int, crop_fraction: float):
+    """Resize the shorter side to ``size / crop_fraction``, then take the central square."""
+    shape = tf.cast(tf.shape(image)[:2], tf.float32)
+    scale = size / crop_fraction / tf.reduce_min(shape)
+    resized = tf.image.resize(
+        image, tf.cast(tf.round(shape * scale), tf.int32), method="bicubic", antialias=True
+    )
+    return tf.image.resize_with_crop_or_pad(resized, size, size)
+
+
+def eval_image(image, image_size: int, crop_fraction: float = 0.875):
+    """Evaluation preprocessing of one image (before normalisation): centre crop, float32 in
+    ``[0, 255]``. The serving graph applies exactly this."""
+    image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
+    return tf.clip_by_value(image, 0.0, 255.0)
+
+
+def normalize(images):
+    """ImageNet mean/std normalisation of ``[0, 255]`` images."""
+    return (images - IMAGENET_MEAN) / IMAGENET_STD

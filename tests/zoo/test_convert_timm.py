@@ -1,0 +1,219 @@
+"""The timm -> Keras converter, without PyTorch.
+
+``timm_state_shapes.json`` lists every tensor of timm's three state dicts with its shape, as
+timm 1.0.31 creates them (written by ``timm_equivalence.py --write-shapes``): the converter must
+accept exactly those. Equivalence of the converted models' logits with timm's is checked under
+``-m slow`` (``test_timm_equivalence.py``).
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.zoo import convert_timm
+from lambda_keras.zoo import weights as weights_lib
+
+safetensors_numpy = pytest.importorskip("safetensors.numpy")
+
+SHAPES = json.loads(Path(__file__).with_name("timm_state_shapes.json").read_text())
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def random_state(name: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """A state dict with timm's tensor names and shapes and random values."""
+    rng = np.random.default_rng(seed)
+    state = {}
+    for key, shape in SHAPES[name].items():
+        if key.endswith("num_batches_tracked"):
+            state[key] = np.array(rng.integers(0, 1000), dtype=np.int64)
+        elif key.endswith("running_var"):
+            state[key] = rng.uniform(0.5, 2.0, shape).astype("float32")
+        else:
+            state[key] = rng.normal(0, 0.1, shape).astype("float32")
+    return state
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_every_timm_tensor_lands_in_its_keras_weight(name):
+    assert set(SHAPES) == set(convert_timm.MODELS)
+    model = zoo.get_model(name)
+    state = random_state(name)
+    convert_timm.assign_checkpoint(model, state, name)
+    weights = {w.path: np.asarray(w) for w in model.weights}
+    kernel = weights["stem_1_conv/kernel"]  # [3, 3, 3, 24] from timm's [24, 3, 3, 3]
+    np.testing.assert_array_equal(kernel, state["stem.conv1.conv.weight"].transpose(2, 3, 1, 0))
+    np.testing.assert_array_equal(weights["predictions/kernel"], state["head.fc.weight"].T)
+    np.testing.assert_array_equal(
+        weights["c4_block2_2_bn/moving_variance"], state["stages.2.1.post_attn.running_var"]
+    )
+    np.testing.assert_array_equal(
+        weights["c4_block2_2_lambda/qkv_kernel"],
+        state["stages.2.1.self_attn.qkv.weight"][:, :, 0, 0].T,
+    )
+    embeddings = weights["c4_block2_2_lambda/position_embedding/embeddings"]
+    if "stages.2.1.self_attn.pos_emb" in state:  # [31, 31, 16] -> [31, 31, 1, 16, 1]
+        np.testing.assert_array_equal(
+            embeddings[:, :, 0, :, 0], state["stages.2.1.self_attn.pos_emb"]
+        )
+    else:  # Conv3d [16, 1, 9, 9, 1] -> [9, 9, 1, 16, 1]; its bias [16] -> [1, 16]
+        conv = state["stages.2.1.self_attn.conv_lambda.weight"][:, 0, :, :, 0]
+        np.testing.assert_array_equal(embeddings[:, :, 0, :, 0], conv.transpose(1, 2, 0))
+        np.testing.assert_array_equal(
+            weights["c4_block2_2_lambda/position_bias"][0],
+            state["stages.2.1.self_attn.conv_lambda.bias"],
+        )
+
+
+def test_bad_checkpoints_name_the_tensor_and_assign_nothing():
+    model = zoo.LambdaResNet26T()
+    before = [np.asarray(w).copy() for w in model.weights]
+    state = random_state("lambda_resnet26t")
+    cases = {
+        "missing": (
+            {k: v for k, v in state.items() if k != "stages.3.1.conv3_1x1.bn.bias"},
+            r"1 weight\(s\).*c5_block2_3_bn/beta",
+        ),
+        "unexpected": (
+            {**state, "stages.2.1.attn.fc.weight": np.zeros(3)},
+            r"Unexpected tensor 'stages.2.1.attn.fc.weight'",
+        ),
+        "shape": (
+            {**state, "stages.0.0.conv1_1x1.conv.weight": np.zeros((64, 64, 3, 3), "f")},
+            r"Shape mismatch for 'c2_block1_1_conv/kernel'.*\(3, 3, 64, 64\).*\(1, 1, 64, 64\)",
+        ),
+    }
+    for state_case, message in cases.values():
+        with pytest.raises(ValueError, match=message):
+            convert_timm.assign_checkpoint(model, state_case, "lambda_resnet26t")
+    other = random_state("lambda_resnet50ts")
+    with pytest.raises(ValueError, match="does not hold timm's 'lambda_resnet26t'"):
+        convert_timm.assign_checkpoint(model, other, "lambda_resnet26t")
+    for old, w in zip(before, model.weights, strict=True):
+        np.testing.assert_array_equal(old, np.asarray(w))
+
+
+def test_command_line_converts_and_the_builder_loads(tmp_path):
+    state = random_state("lambda_resnet26t", seed=3)
+    checkpoint = tmp_path / "model.safetensors"
+    safetensors_numpy.save_file(state, str(checkpoint))
+    output = tmp_path / "lambda_resnet26t.weights.h5"
+    command = [sys.executable, "-m", "lambda_keras.zoo.convert_timm", "--model=lambda_resnet26t"]
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run(
+        [*command, f"--checkpoint={checkpoint}", f"--output={output}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"Wrote {output}" in done.stdout
+    converted = zoo.LambdaResNet26T(weights=str(output))
+    expected = zoo.LambdaResNet26T()
+    convert_timm.assign_checkpoint(expected, state, "lambda_resnet26t")
+    x = np.random.default_rng(0).normal(size=(1, 256, 256, 3)).astype("float32")
+    np.testing.assert_array_equal(np.asarray(converted(x)), np.asarray(expected(x)))
+
+    # The export script serves it at the weights' evaluation size.
+    export = [sys.executable, str(ROOT / "training" / "export.py")]
+    done = subprocess.run(
+        [
+            *export,
+            "--zoo_model=lambda_resnet26t",
+            f"--weights={output}",
+            f"--export_dir={tmp_path / 'sm'}",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "at 256x256, crop 0.875" in done.stdout and (tmp_path / "sm" / "saved_model.pb").exists()
+    done = subprocess.run(
+        [*export, "--zoo_model=lambda_resnet_26t", f"--export_dir={tmp_path / 'x'}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.returncode != 0 and "Did you mean 'lambda_resnet26t'" in done.stderr
+
+    # A checkpoint with a tensor missing: one line naming it, exit 1, nothing written.
+    del state["head.fc.bias"]
+    broken = tmp_path / "broken.safetensors"
+    safetensors_numpy.save_file(state, str(broken))
+    not_written = tmp_path / "broken.weights.h5"
+    done = subprocess.run(
+        [*command, f"--checkpoint={broken}", f"--output={not_written}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert done.returncode == 1
+    assert "predictions/bias" in done.stderr and "Nothing was written" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not not_written.exists() and list(tmp_path.glob("*.weights.h5")) == [output]
+
+
+def test_read_checkpoint_errors(tmp_path):
+    with pytest.raises(ValueError, match="is not a file"):
+        convert_timm.read_checkpoint(tmp_path / "nope.safetensors")
+    damaged = tmp_path / "damaged.safetensors"
+    damaged.write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json")
+    with pytest.raises(ValueError, match="not a readable .safetensors file"):
+        convert_timm.read_checkpoint(damaged)
+    other = tmp_path / "model.npz"
+    other.write_bytes(b"")
+    with pytest.raises(ValueError, match=r"must be a .safetensors, .bin, .pth or .pt file"):
+        convert_timm.read_checkpoint(other)
+    with pytest.raises(ValueError, match="`output` must end in .weights.h5"):
+        convert_timm.convert("lambda_resnet26t", damaged, tmp_path / "out.h5")
+    with pytest.raises(ValueError, match="`model` must be one of"):
+        convert_timm.convert("resnet50", damaged, tmp_path / "out.weights.h5")
+
+
+def test_registered_timm_weights_convert_once_and_are_cached(tmp_path, monkeypatch):
+    """``weights=name`` of a timm-format file: fetched, checked, converted, cached."""
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
+    state = random_state("lambda_resnet26t", seed=5)
+    served = tmp_path / "served.safetensors"
+    safetensors_numpy.save_file(state, str(served))
+    spec = weights_lib.WeightsSpec(
+        name="test_timm_26t",
+        url=served.as_uri(),
+        sha256=hashlib.sha256(served.read_bytes()).hexdigest(),
+        architecture="lambda_resnet26t",
+        input_size=256,
+        crop_fraction=0.94,
+        source_format="timm",
+    )
+    weights_lib.register_weights(spec)
+    try:
+        first = zoo.LambdaResNet26T(weights="test_timm_26t")
+        cached = tmp_path / "cache" / "lambda_keras" / "test_timm_26t.weights.h5"
+        assert cached.exists()
+        monkeypatch.setattr(convert_timm, "assign_checkpoint", None)  # must not convert again
+        second = zoo.LambdaResNet26T(weights="test_timm_26t", include_top=False, pooling="avg")
+        x = np.random.default_rng(1).normal(size=(1, 256, 256, 3)).astype("float32")
+        np.testing.assert_allclose(
+            np.asarray(second(x)),
+            np.asarray(keras.Model(first.input, first.get_layer("avg_pool").output)(x)),
+            rtol=1e-6,
+            atol=1e-6,
+        )
+    finally:
+        weights_lib.unregister_weights("test_timm_26t")

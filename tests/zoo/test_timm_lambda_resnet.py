@@ -1,0 +1,155 @@
+"""The Keras ports of timm's LambdaResNets: architecture, inputs, preprocessing, class names.
+
+Equivalence with timm itself (which needs PyTorch) is ``test_timm_equivalence.py`` under
+``-m slow``; the converter is ``test_convert_timm.py``.
+"""
+
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.layers import LambdaLayer
+from lambda_keras.zoo import timm_lambda_resnet as tlr
+from lambda_keras.zoo import weights as weights_lib
+
+NAMES = ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]
+
+
+def trainable_parameters(model):
+    return sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+
+
+@pytest.mark.parametrize(
+    "name,parameters",
+    [("lambda_resnet26t", 10_958_272), ("lambda_resnet26rpt_256", 10_988_688)]
+    + [("lambda_resnet50ts", 21_536_832)],
+)
+def test_parameter_counts_are_timms(name, parameters):
+    """timm counts parameters (batch-norm statistics are buffers): Keras' trainable weights."""
+    model = zoo.get_model(name)
+    assert trainable_parameters(model) == parameters == tlr.SPECS[name].parameters
+    assert model.input.shape == (None, 256, 256, 3)
+    assert model.output.shape == (None, 1000)
+
+
+@pytest.mark.parametrize(
+    "name,placements,activation",
+    [
+        ("lambda_resnet26t", {"c4_block2", "c5_block1", "c5_block2"}, "relu"),
+        ("lambda_resnet26rpt_256", {"c4_block2", "c5_block1", "c5_block2"}, "relu"),
+        (
+            "lambda_resnet50ts",
+            {"c3_block4", "c4_block2", "c4_block4", "c4_block6", "c5_block2"},
+            "silu",
+        ),
+    ],
+)
+def test_lambda_layers_sit_where_timm_puts_them(name, placements, activation):
+    model = zoo.get_model(name)
+    lambdas = [layer for layer in model.layers if isinstance(layer, LambdaLayer)]
+    assert {layer.name.removesuffix("_2_lambda") for layer in lambdas} == placements
+    spec = tlr.SPECS[name]
+    for layer in lambdas:
+        assert (layer.key_dim, layer.num_heads, layer.intra_depth) == (16, 4, 1)
+        assert layer.scope_size == spec.scope_size
+        assert layer.use_position_bias == (spec.scope_size is not None)  # timm's Conv3d bias
+        assert (layer.batch_norm_momentum, layer.batch_norm_epsilon) == (0.9, 1e-5)
+    if spec.scope_size is None:  # relative embeddings over the whole map at 256x256
+        sizes = {layer.name: layer.position_embedding.size for layer in lambdas}
+        assert sizes == {
+            "c4_block2_2_lambda": (31, 31),
+            "c5_block1_2_lambda": (31, 31),
+            "c5_block2_2_lambda": (15, 15),
+        }
+    if "c5_block1" in placements:  # a strided lambda block pools 2x2 after the layer, 16 -> 8
+        pool = model.get_layer("c5_block1_2_pool")
+        assert pool.pool_size == (2, 2) and pool.output.shape[1:3] == (8, 8)
+    assert model.get_layer("stem_1_bn").momentum == 0.9
+    assert model.get_layer("c2_block1_out").activation.__name__ == activation
+
+
+def test_rpt_input_size_is_fixed_when_built():
+    model = zoo.LambdaResNet26RPT256(input_shape=(128, 128, 3), classes=10)  # random init: ok
+    assert model.output.shape == (None, 10)
+    with pytest.raises(ValueError, match="must have a known height and width"):
+        zoo.LambdaResNet26RPT256(input_shape=(None, None, 3))
+    with pytest.raises(ValueError, match="fit 256x256 inputs only.*128, 128, 3"):
+        zoo.LambdaResNet26RPT256(input_shape=(128, 128, 3), weights="imagenet")
+
+
+def test_local_scope_models_take_any_size():
+    model = zoo.LambdaResNet26T(input_shape=(None, None, 3), include_top=False, pooling="avg")
+    for side in (96, 160):
+        x = np.zeros((1, side, side + 32, 3), "float32")
+        assert model(x).shape == (1, 2048)
+
+
+def test_imagenet_weights_are_registered_with_their_evaluation():
+    for name, spec in tlr.SPECS.items():
+        resolved = weights_lib.resolve_weights("imagenet", name)
+        assert resolved.name == spec.weights_name
+        assert resolved.source_format == "timm" and resolved.classes == 1000
+        assert (
+            resolved.url == f"https://huggingface.co/{spec.hub_id}/resolve/main/model.safetensors"
+        )
+        assert (resolved.input_size, resolved.crop_fraction) == (256, spec.crop_fraction)
+    assert tlr.SPECS["lambda_resnet50ts"].sha256.startswith("bcb80eaa")
+    with pytest.raises(ValueError, match=r"Unknown weights 'imagenet'"):
+        zoo.LambdaResNet50(weights="imagenet")  # the alias belongs to the timm ports only
+
+
+def test_unpinned_weights_are_never_downloaded(monkeypatch, tmp_path):
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path))
+    unpinned = [s for s in tlr.SPECS.values() if s.sha256 is None]
+    for spec in unpinned:
+        with pytest.raises(ValueError, match="not pinned.*convert_timm"):
+            zoo.get_model(spec.name, weights="imagenet")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_eval_image_is_timms_resize_and_centre_crop():
+    image = np.random.default_rng(0).integers(0, 256, size=(300, 400, 3), dtype=np.uint8)
+    out = np.asarray(tlr.eval_image(image, "lambda_resnet26t"))
+    assert out.shape == (256, 256, 3) and out.dtype == np.float32
+    assert 0 <= out.min() and out.max() <= 255
+    # The centre crop of a shorter side resized to round(256 / 0.94) = 272: no stretching.
+    flat = np.full((300, 400, 3), 17, np.uint8)
+    np.testing.assert_allclose(np.asarray(tlr.eval_image(flat, "lambda_resnet50ts")), 17, atol=1e-3)
+
+
+def test_decode_predictions_is_offline_imagenet():
+    scores = np.zeros((2, 1000), "float32")
+    scores[0, [207, 1, 999]] = [0.7, 0.2, 0.1]
+    scores[1, 0] = 1.0
+    decoded = tlr.decode_predictions(scores, top=3)
+    assert decoded[0] == [
+        ("n02099601", "golden_retriever", pytest.approx(0.7)),
+        ("n01443537", "goldfish", pytest.approx(0.2)),
+        ("n15075141", "toilet_tissue", pytest.approx(0.1)),
+    ]
+    assert decoded[1][0][:2] == ("n01440764", "tench")
+    assert len({wnid for wnid, _ in zoo._common.imagenet_classes()}) == 1000
+    with pytest.raises(ValueError, match=r"\[batch, 1000\].*\(2, 10\)"):
+        tlr.decode_predictions(np.zeros((2, 10)))
+
+
+def test_serving_graph_does_the_models_own_preprocessing(tmp_path):
+    """The SavedModel takes JPEG bytes or uint8 pixels of any size and applies the weights'
+    evaluation (256x256, crop 0.94, ImageNet mean/std) in the graph."""
+    import tensorflow as tf
+
+    from lambda_keras.preprocessing import normalize
+    from lambda_keras.training.serving import export_for_serving
+
+    spec = tlr.SPECS["lambda_resnet26t"]
+    model = zoo.LambdaResNet26T()
+    path = export_for_serving(model, str(tmp_path / "sm"), spec.image_size, spec.crop_fraction)
+    served = tf.saved_model.load(path)
+    image = np.random.default_rng(0).integers(0, 256, size=(300, 420, 3), dtype=np.uint8)
+    expected = np.asarray(model(normalize(tlr.eval_image(image, spec))[None], training=False))
+    by_pixels = served.signatures["serve_images"](images=tf.constant(image[None]))
+    np.testing.assert_allclose(by_pixels["probabilities"].numpy(), expected, rtol=1e-4, atol=1e-6)
+    png = tf.io.encode_png(tf.constant(image))  # lossless: the same pixels
+    by_bytes = served.signatures["serve_bytes"](image_bytes=tf.stack([png]))
+    np.testing.assert_allclose(by_bytes["probabilities"].numpy(), expected, rtol=1e-4, atol=1e-6)
+    assert by_bytes["classes"].numpy()[0] == expected.argmax()

@@ -1,0 +1,149 @@
+"""The Keras ports against timm's own LambdaResNets, given the same (random) weights.
+
+Run as a script (PyTorch must be imported before TensorFlow in one process)::
+
+    python tests/zoo/timm_equivalence.py [--models=a,b] [--write-shapes=PATH]
+
+For each model: timm builds it with a fixed seed; every batch-norm's affine parameters and
+statistics and every lambda-convolution bias are perturbed so that they matter; the state dict
+is saved as ``.safetensors``, converted with ``python -m lambda_keras.zoo.convert_timm`` and
+loaded by the Keras builder. Both classify the same batch of real photos (scikit-learn's two
+sample photos, two crops each, timm's evaluation transform and normalisation). One line per
+model: the largest absolute logit difference, the logit scale and whether the top-5 agree.
+``--write-shapes`` also writes every tensor's name and shape (the converter test's fixture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np
+import timm
+import torch  # before TensorFlow
+from safetensors.numpy import save_file
+
+from lambda_keras.preprocessing import eval_image
+from lambda_keras.zoo import registry, timm_lambda_resnet
+from lambda_keras.zoo._common import preprocess_input
+
+MODELS = tuple(timm_lambda_resnet.SPECS)
+
+
+def photos(name: str) -> np.ndarray:
+    """``[4, 256, 256, 3]`` normalised: two real photos, each centre-cropped at the model's
+    crop fraction and at 0.6 (a closer view)."""
+    from sklearn.datasets import load_sample_images
+
+    spec = timm_lambda_resnet.SPECS[name]
+    images = []
+    for image in load_sample_images().images:
+        for fraction in (spec.crop_fraction, 0.6):
+            crop = eval_image(image, spec.image_size, fraction)
+            images.append(np.asarray(crop))
+    return np.asarray(preprocess_input(np.stack(images)), dtype="float32")
+
+
+def perturbed_timm_model(name: str, seed: int = 0) -> torch.nn.Module:
+    """timm's model with a fixed seed; batch norms and lambda-convolution biases perturbed.
+
+    Every batch norm gets random affine parameters and statistics. The last batch norm of each
+    residual branch (zero at timm's initialisation) gets a small scale, so that residual sums
+    keep trained-network magnitudes."""
+    torch.manual_seed(seed)
+    model = timm.create_model(name, pretrained=False).eval()
+    generator = torch.Generator().manual_seed(seed + 1)
+
+    def draw(n, low, high):
+        return torch.empty(n).uniform_(low, high, generator=generator)
+
+    with torch.no_grad():
+        for module_name, module in model.named_modules():
+            if isinstance(module, torch.nn.BatchNorm2d):
+                c = module.num_features
+                last = module_name.endswith("conv3_1x1.bn")
+                module.weight.copy_(draw(c, 0.2, 0.5) if last else draw(c, 0.5, 1.5))
+                module.bias.copy_(draw(c, -0.2, 0.2))
+                module.running_mean.copy_(draw(c, -0.2, 0.2))
+                module.running_var.copy_(draw(c, 0.5, 2.0))
+            if isinstance(module, torch.nn.Conv3d) and module.bias is not None:
+                module.bias.copy_(draw(module.bias.shape[0], -0.5, 0.5))
+    return model
+
+
+def scale_classifier(model: torch.nn.Module, x: torch.Tensor, largest: float = 10.0) -> None:
+    """Rescale timm's N(0, 0.01) classifier so that the largest logit on ``x`` is ``largest``
+    (a trained model's range), which makes the 1e-4 tolerance a strict one."""
+    with torch.no_grad():
+        factor = largest / model(x).abs().max()
+        model.head.fc.weight.mul_(factor)
+        model.head.fc.bias.mul_(factor)
+
+
+def compare(name: str, workdir: str) -> dict:
+    model = perturbed_timm_model(name)
+    x = photos(name)
+    torch_x = torch.from_numpy(x).permute(0, 3, 1, 2)
+    scale_classifier(model, torch_x)
+    state = {k: v.detach().contiguous().numpy() for k, v in model.state_dict().items()}
+    checkpoint = os.path.join(workdir, f"{name}.safetensors")
+    save_file(state, checkpoint)
+    output = os.path.join(workdir, f"{name}.weights.h5")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lambda_keras.zoo.convert_timm",
+            f"--model={name}",
+            f"--checkpoint={checkpoint}",
+            f"--output={output}",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with torch.no_grad():
+        expected = model(torch_x).numpy()
+    keras_model = registry.get_model(name, weights=output, classifier_activation=None)
+    actual = np.asarray(keras_model(x, training=False))
+    top5 = [
+        list(np.argsort(-row)[:5]) == list(np.argsort(-ref)[:5])
+        for row, ref in zip(actual, expected, strict=True)
+    ]
+    return {
+        "diff": float(np.abs(actual - expected).max()),
+        "scale": float(np.abs(expected).max()),
+        "top5": all(top5),
+        "shapes": {k: list(v.shape) for k, v in state.items()},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--write-shapes", default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(2)
+    shapes = {}
+    with tempfile.TemporaryDirectory() as workdir:
+        for name in args.models.split(","):
+            result = compare(name, workdir)
+            shapes[name] = result["shapes"]
+            print(
+                f"model={name} max_abs_diff={result['diff']:.3g} logit_scale="
+                f"{result['scale']:.3g} top5_equal={result['top5']}",
+                flush=True,
+            )
+    if args.write_shapes:
+        with open(args.write_shapes, "w") as f:
+            json.dump(shapes, f, indent=1, sort_keys=True)
+            f.write("\n")
+
+
+if __name__ == "__main__":
+    main()
