@@ -1,5 +1,7 @@
-"""Layers: LambdaLayer, its RelativePositionEmbedding, StochasticDepth."""
+"""Layers: LambdaLayer, the convolution-style LambdaConv2D / LambdaConv1D, swap_convolutions,
+RelativePositionEmbedding, StochasticDepth."""
 
+from lambda_keras.layers.lambda_conv import LambdaConv1D, LambdaConv2D
 from lambda_keras.layers.lambda_layer import LambdaLayer
 from lambda_keras.layers.position_lambdas import (
     conv_position_lambdas,
@@ -8,12 +10,16 @@ from lambda_keras.layers.position_lambdas import (
 )
 from lambda_keras.layers.relative_position_embedding import RelativePositionEmbedding
 from lambda_keras.layers.stochastic_depth import StochasticDepth
+from lambda_keras.layers.swap_convolutions import swap_convolutions
 
 __all__ = [
+    "LambdaConv1D",
+    "LambdaConv2D",
     "LambdaLayer",
     "RelativePositionEmbedding",
     "StochasticDepth",
     "conv_position_lambdas",
     "depthwise_position_lambdas",
     "einsum_position_lambdas",
+    "swap_convolutions",
 ]
