@@ -1,4 +1,4 @@
-"""Convert timm checkpoints of the LambdaResNets to Keras ``.weights.h5`` files.
+"""Convert timm checkpoints (its LambdaResNets and ResNet-RS) to Keras ``.weights.h5`` files.
 
 ::
 
@@ -6,9 +6,10 @@
         --checkpoint=model.safetensors --output=lambda_resnet26t.weights.h5
 
 after which ``lambda_keras.zoo.LambdaResNet26T(weights="lambda_resnet26t.weights.h5")`` is the
-converted model. ``.safetensors`` files are read with the ``safetensors`` package into NumPy
-(``pip install "lambda-keras[timm]"``, no PyTorch); ``pytorch_model.bin`` / ``.pth`` files need
-PyTorch.
+converted model; likewise ``--model=resnet_rs50`` (timm's ``resnetrs50``) ... ``resnet_rs420``
+for ``lambda_keras.zoo.ResNetRS50`` ... (SE on). ``.safetensors`` files are read with the
+``safetensors`` package into NumPy (``pip install "lambda-keras[timm]"``, no PyTorch);
+``pytorch_model.bin`` / ``.pth`` files need PyTorch.
 
 The conversion is strict: every tensor of the checkpoint is used exactly once and every weight
 of the Keras model is set exactly once. A checkpoint of another model, a missing or unexpected
@@ -27,7 +28,12 @@ How timm's tensors map (PyTorch is channels first, Keras channels last):
   ``[k, 1, r, r, 1]`` -> relative embeddings ``[r, r, 1, k, 1]`` and its bias ``[k]`` ->
   ``position_bias`` ``[1, k]``; ``pos_emb`` ``[2H-1, 2W-1, k]`` -> ``[2H-1, 2W-1, 1, k, 1]``
   (both index offsets the same way, ``i - size // 2``);
-* the classifier ``Linear`` ``[classes, in]`` -> ``Dense`` kernel ``[in, classes]``.
+* the classifier ``Linear`` ``[classes, in]`` -> ``Dense`` kernel ``[in, classes]``;
+* ResNet-RS (timm's ``ResNet`` with a deep stem, average-pool shortcuts and SE): the stem
+  ``conv1.{0,3,6}`` / ``bn1`` and the max-pool's replacement ``maxpool.{0,1}`` -> ``stem_1`` ...
+  ``stem_4``; ``layer{i}.{j}.conv{k}``/``bn{k}`` -> ``c{i+1}_block{j+1}_{k}_conv``/``_bn``;
+  ``se.fc1``/``se.fc2`` (1x1 convs with bias) -> ``_se_reduce``/``_se_expand``;
+  ``downsample.{1,2}`` -> ``_shortcut_conv``/``_shortcut_bn``; ``fc`` -> ``predictions``.
 """
 
 from __future__ import annotations
@@ -40,13 +46,15 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
-from lambda_keras.zoo import timm_lambda_resnet
+from lambda_keras.zoo import resnet_rs, timm_lambda_resnet
 from lambda_keras.zoo.registry import model_builder
 from lambda_keras.zoo.weights import save_weights_atomically
 
 __all__ = ["MODELS", "assign_checkpoint", "convert", "keras_weights", "read_checkpoint"]
 
-MODELS = tuple(timm_lambda_resnet.SPECS)
+LAMBDA_RESNETS = tuple(timm_lambda_resnet.SPECS)
+RESNET_RS = tuple(f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS)
+MODELS = LAMBDA_RESNETS + RESNET_RS
 
 _BN = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean"}
 _BN["running_var"] = "moving_variance"
@@ -86,19 +94,16 @@ _LAMBDA_TENSORS: dict[str, tuple[str, Callable]] = {
 }
 
 
-def _target(key: str) -> tuple[str, Callable] | None:
-    """The Keras weight path of timm tensor ``key`` and how to transform it; None for tensors
-    dropped on purpose (``num_batches_tracked``).
+def _classifier(tensor: str) -> tuple[str, Callable]:
+    if tensor == "weight":
+        return "predictions/kernel", lambda w: w.T
+    return "predictions/bias", _same
 
-    Raises:
-        ValueError: ``key`` is not a tensor of timm's LambdaResNets.
-    """
-    if key.endswith(".num_batches_tracked"):
-        return None
+
+def _lambda_resnet_target(key: str) -> tuple[str, Callable]:
+    """The Keras weight of tensor ``key`` of timm's LambdaResNets (``ByobNet``)."""
     if key in ("head.fc.weight", "head.fc.bias"):
-        return f"predictions/{'kernel' if key.endswith('weight') else 'bias'}", (
-            (lambda w: w.T) if key.endswith("weight") else _same
-        )
+        return _classifier(key.rpartition(".")[2])
     stem = re.fullmatch(r"stem\.conv(\d)\.(conv|bn)\.(\w+)", key)
     if stem:
         return _layer_weight(f"stem_{stem[1]}_{stem[2]}", stem[3])
@@ -115,6 +120,43 @@ def _target(key: str) -> tuple[str, Callable] | None:
     raise ValueError(f"Unexpected tensor {key!r}: not a tensor of timm's LambdaResNets.")
 
 
+# timm's ResNet-RS stem: module -> Keras layer.
+_RS_STEM = {
+    "conv1.0": "stem_1_conv",
+    "conv1.1": "stem_1_bn",
+    "conv1.3": "stem_2_conv",
+    "conv1.4": "stem_2_bn",
+    "conv1.6": "stem_3_conv",
+    "bn1": "stem_3_bn",
+    "maxpool.0": "stem_4_conv",
+    "maxpool.1": "stem_4_bn",
+}
+_RS_BLOCK = {"downsample.1": "shortcut_conv", "downsample.2": "shortcut_bn"}
+_RS_BLOCK.update({f"conv{k}": f"{k}_conv" for k in (1, 2, 3)})
+_RS_BLOCK.update({f"bn{k}": f"{k}_bn" for k in (1, 2, 3)})
+
+
+def _resnet_rs_target(key: str) -> tuple[str, Callable]:
+    """The Keras weight of tensor ``key`` of timm's ``resnetrs*`` (``ResNet``)."""
+    module, _, tensor = key.rpartition(".")
+    if module == "fc" and tensor in ("weight", "bias"):
+        return _classifier(tensor)
+    if module in _RS_STEM:
+        return _layer_weight(_RS_STEM[module], tensor)
+    block = re.fullmatch(r"layer(\d)\.(\d+)\.(.+)", module)
+    if block:
+        name = f"c{int(block[1]) + 1}_block{int(block[2]) + 1}"
+        if block[3] in ("se.fc1", "se.fc2"):
+            layer = f"{name}_se_{'reduce' if block[3] == 'se.fc1' else 'expand'}"
+            if tensor == "weight":
+                return f"{layer}/kernel", _conv_kernel
+            if tensor == "bias":
+                return f"{layer}/bias", _same
+        elif block[3] in _RS_BLOCK:
+            return _layer_weight(f"{name}_{_RS_BLOCK[block[3]]}", tensor)
+    raise ValueError(f"Unexpected tensor {key!r}: not a tensor of timm's ResNet-RS.")
+
+
 def _layer_weight(layer: str, tensor: str) -> tuple[str, Callable]:
     if layer.endswith("_conv") and tensor == "weight":
         return f"{layer}/kernel", _conv_kernel
@@ -123,15 +165,16 @@ def _layer_weight(layer: str, tensor: str) -> tuple[str, Callable]:
     raise ValueError(f"Unexpected tensor {tensor!r} of {layer!r}.")
 
 
-def keras_weights(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """timm state dict -> ``{keras weight path: array}``; every tensor used once."""
+def keras_weights(state: dict[str, np.ndarray], model_name: str) -> dict[str, np.ndarray]:
+    """timm state dict of ``model_name`` -> ``{keras weight path: array}``; every tensor used
+    once (``num_batches_tracked`` has no Keras counterpart and is dropped)."""
+    target = _resnet_rs_target if model_name in RESNET_RS else _lambda_resnet_target
     converted: dict[str, np.ndarray] = {}
     sources: dict[str, str] = {}
     for key in sorted(state):
-        target = _target(key)
-        if target is None:
+        if key.endswith(".num_batches_tracked"):
             continue
-        path, transform = target
+        path, transform = target(key)
         if path in converted:
             raise ValueError(f"Tensors {sources[path]!r} and {key!r} both map to {path!r}.")
         converted[path] = np.asarray(transform(np.asarray(state[key])), dtype="float32")
@@ -148,7 +191,7 @@ def assign_checkpoint(model: keras.Model, state: dict[str, np.ndarray], model_na
     """
     if model_name not in MODELS:
         raise ValueError(f"`model_name` must be one of {MODELS}; received {model_name!r}.")
-    converted = keras_weights(state)
+    converted = keras_weights(state, model_name)
     variables = {w.path: w for w in model.weights}
     missing = sorted(set(variables) - set(converted))
     unexpected = sorted(set(converted) - set(variables))
@@ -214,9 +257,12 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
     if not output.endswith(".weights.h5"):
         raise ValueError(f"`output` must end in .weights.h5; received {output!r}.")
     state = read_checkpoint(checkpoint)
-    classes = state["head.fc.bias"].shape[0] if "head.fc.bias" in state else 1000
-    spec = timm_lambda_resnet.SPECS[model_name]
-    size = spec.image_size
+    bias = state.get("head.fc.bias", state.get("fc.bias"))
+    classes = 1000 if bias is None else int(bias.shape[0])
+    if model_name in RESNET_RS:
+        size = resnet_rs.TIMM_WEIGHTS[int(model_name.removeprefix("resnet_rs"))].test_size
+    else:
+        size = timm_lambda_resnet.SPECS[model_name].image_size
     model = model_builder(model_name)(weights=None, classes=classes, input_shape=(size, size, 3))
     assign_checkpoint(model, state, model_name)
     save_weights_atomically(model, output)
@@ -235,7 +281,9 @@ def main(argv) -> None:
 if __name__ == "__main__":
     from absl import app, flags
 
-    flags.DEFINE_enum("model", None, list(MODELS), "timm model name of the checkpoint.")
+    flags.DEFINE_enum(
+        "model", None, list(MODELS), "The checkpoint's model (timm's resnetrs50 is resnet_rs50)."
+    )
     flags.DEFINE_string("checkpoint", None, "timm checkpoint (.safetensors, .bin or .pth).")
     flags.DEFINE_string("output", None, "Keras weights file to write (.weights.h5).")
     flags.mark_flags_as_required(["model", "checkpoint", "output"])

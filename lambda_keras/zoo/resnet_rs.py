@@ -19,6 +19,7 @@ import keras
 
 from lambda_keras import _validation as v
 from lambda_keras.zoo import _common
+from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import Table20Row, register_model
 from lambda_keras.zoo.resnet_blocks import (
     LambdaConfig,
@@ -40,6 +41,8 @@ __all__ = [
     "ResNetRS420",
     "ResNetRSDepth",
     "ResNetRSSpec",
+    "TIMM_WEIGHTS",
+    "TimmResNetRSWeights",
     "decode_predictions",
     "preprocess_input",
 ]
@@ -150,6 +153,65 @@ SPECS: dict[str, ResNetRSSpec] = {
     spec.name: spec for row in DEPTHS.values() for spec in _specs(row)
 }
 
+
+@dataclasses.dataclass(frozen=True)
+class TimmResNetRSWeights:
+    """timm's ``resnetrs<depth>.tf_in1k``: the ResNet-RS authors' TensorFlow ImageNet
+    checkpoints converted by timm (SE on), and how timm evaluates them.
+
+    Attributes:
+        depth: The ResNet-RS depth.
+        train_size: Image side the authors trained at.
+        test_size: Image side timm evaluates at (the registered ``input_size``).
+        crop_fraction: timm's evaluation ``crop_pct``.
+        authors_top1: ImageNet top-1 (%) the ResNet-RS authors report for this checkpoint at
+            ``train_size`` (their README), or None where they list no such entry.
+    """
+
+    depth: int
+    train_size: int
+    test_size: int
+    crop_fraction: float
+    authors_top1: float | None
+
+    @property
+    def name(self) -> str:
+        return f"resnetrs{self.depth}.tf_in1k"
+
+    @property
+    def url(self) -> str:
+        return f"https://huggingface.co/timm/{self.name}/resolve/main/model.safetensors"
+
+
+TIMM_WEIGHTS: dict[int, TimmResNetRSWeights] = {
+    w.depth: w
+    for w in (
+        TimmResNetRSWeights(50, 160, 224, 0.91, 78.8),
+        TimmResNetRSWeights(101, 192, 288, 0.94, 81.2),
+        TimmResNetRSWeights(152, 256, 320, 1.0, 83.0),
+        TimmResNetRSWeights(200, 256, 320, 1.0, 83.4),
+        TimmResNetRSWeights(270, 256, 352, 1.0, 83.8),
+        TimmResNetRSWeights(350, 288, 384, 1.0, None),  # the authors list 256 and 320 only
+        TimmResNetRSWeights(420, 320, 416, 1.0, 84.4),
+    )
+}
+
+for _weights in TIMM_WEIGHTS.values():
+    # The SHA-256 of the Hub files is not pinned yet: listed, never downloaded unchecked.
+    weights_lib.register_weights(
+        weights_lib.WeightsSpec(
+            name=_weights.name,
+            url=_weights.url,
+            sha256=None,
+            architecture=f"resnet_rs{_weights.depth}",
+            input_size=_weights.test_size,
+            crop_fraction=_weights.crop_fraction,
+            source_format="timm",
+            aliases=("imagenet",),
+        )
+    )
+
+
 _FAMILY_DOC = (
     _common.APPLICATION_ARGS_DOC
     + """
@@ -258,6 +320,13 @@ def _resnet_rs(
         raise ValueError(f"`se` must be True or False; received se={se!r}.")
     spec = SPECS[model_name]
     app = _common.ApplicationArgs(**application_args)
+    if not se and app.weights is not None:
+        resolved = weights_lib.resolve_weights(app.weights, model_name)
+        if isinstance(resolved, weights_lib.WeightsSpec) and resolved.source_format == "timm":
+            raise ValueError(
+                f"timm's ResNet-RS weights ({resolved.name}) have squeeze-and-excitation: "
+                f"pass se=True with weights={app.weights!r}; received se=False."
+            )
     if app.name is None and not se:
         app = dataclasses.replace(app, name=f"{model_name}_nose")
     return build_family_model(

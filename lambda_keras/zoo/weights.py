@@ -48,7 +48,8 @@ class WeightsSpec:
         architecture: The architecture the builder checks: the registry name of the model
             (see :func:`lambda_keras.zoo.list_models`), for ``ResNet50`` with its layout and
             intra-depth (``"resnet50_ccll"``, ``"resnet50_llll_u4"``).
-        input_size: Image side the weights were trained at.
+        input_size: Image side the weights are evaluated at: the builders' default input size
+            with these weights and the export script's serving size.
         preprocessing: ``keras.applications.imagenet_utils.preprocess_input`` mode the weights
             expect: ``"torch"`` (ImageNet mean/std, default), ``"tf"`` or ``"caffe"``.
         classes: Number of classes of the classifier the file holds.

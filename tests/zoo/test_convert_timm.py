@@ -1,9 +1,10 @@
 """The timm -> Keras converter, without PyTorch.
 
-``timm_state_shapes.json`` lists every tensor of timm's three state dicts with its shape, as
-timm 1.0.31 creates them (written by ``timm_equivalence.py --write-shapes``): the converter must
-accept exactly those. Equivalence of the converted models' logits with timm's is checked under
-``-m slow`` (``test_timm_equivalence.py``).
+``timm_state_shapes.json`` lists every tensor of timm's state dicts of its three LambdaResNets and
+of ``resnetrs50`` with its shape, as timm 1.0.31 creates them (written by ``timm_equivalence.py
+--models=lambda_resnet26t,lambda_resnet26rpt_256,lambda_resnet50ts,resnet_rs50 --write-shapes``):
+the converter must accept exactly those. Equivalence of the converted models' logits with
+timm's is checked under ``-m slow`` (``test_timm_equivalence.py``).
 """
 
 import hashlib
@@ -41,9 +42,13 @@ def random_state(name: str, seed: int = 0) -> dict[str, np.ndarray]:
     return state
 
 
-@pytest.mark.parametrize("name", list(SHAPES))
+def test_the_fixture_covers_every_family():
+    assert set(convert_timm.LAMBDA_RESNETS) | {"resnet_rs50"} == set(SHAPES)
+    assert set(SHAPES) <= set(convert_timm.MODELS)
+
+
+@pytest.mark.parametrize("name", list(convert_timm.LAMBDA_RESNETS))
 def test_every_timm_tensor_lands_in_its_keras_weight(name):
-    assert set(SHAPES) == set(convert_timm.MODELS)
     model = zoo.get_model(name)
     state = random_state(name)
     convert_timm.assign_checkpoint(model, state, name)
@@ -70,6 +75,31 @@ def test_every_timm_tensor_lands_in_its_keras_weight(name):
             weights["c4_block2_2_lambda/position_bias"][0],
             state["stages.2.1.self_attn.conv_lambda.bias"],
         )
+
+
+def test_every_resnet_rs_tensor_lands_in_its_keras_weight():
+    model = zoo.ResNetRS50()
+    state = random_state("resnet_rs50")
+    convert_timm.assign_checkpoint(model, state, "resnet_rs50")
+    weights = {w.path: np.asarray(w) for w in model.weights}
+    pairs = {
+        "stem_3_bn/gamma": state["bn1.weight"],
+        "stem_4_conv/kernel": state["maxpool.0.weight"].transpose(2, 3, 1, 0),
+        "c3_block1_shortcut_conv/kernel": state["layer2.0.downsample.1.weight"].transpose(
+            2, 3, 1, 0
+        ),
+        "c3_block1_shortcut_bn/moving_mean": state["layer2.0.downsample.2.running_mean"],
+        "c5_block3_se_reduce/bias": state["layer4.2.se.fc1.bias"],
+        "c5_block3_se_expand/kernel": state["layer4.2.se.fc2.weight"].transpose(2, 3, 1, 0),
+        "c4_block6_2_conv/kernel": state["layer3.5.conv2.weight"].transpose(2, 3, 1, 0),
+        "predictions/bias": state["fc.bias"],
+    }
+    for path, expected in pairs.items():
+        np.testing.assert_array_equal(weights[path], expected, err_msg=path)
+    with pytest.raises(ValueError, match="squeeze-and-excitation: pass se=True"):
+        zoo.ResNetRS50(se=False, weights="imagenet")
+    spec = weights_lib.resolve_weights("imagenet", "resnet_rs101")
+    assert (spec.name, spec.input_size, spec.crop_fraction) == ("resnetrs101.tf_in1k", 288, 0.94)
 
 
 def test_bad_checkpoints_name_the_tensor_and_assign_nothing():

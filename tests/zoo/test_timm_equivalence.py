@@ -1,4 +1,4 @@
-"""The converted Keras ports give timm's logits (needs PyTorch and timm: ``-m slow``).
+"""Converted timm checkpoints (LambdaResNet ports, ResNet-RS) give timm's logits (``-m slow``).
 
 ``pip install torch==2.14.1 torchvision==0.29.1 timm``. The comparison runs in a subprocess
 because PyTorch must be imported before TensorFlow in one process.
@@ -20,7 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed")
 @pytest.mark.parametrize(
-    "name", ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]
+    "name",
+    ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]
+    + ["resnet_rs50", "resnet_rs101", "resnet_rs152"],
 )
 def test_converted_model_gives_timms_logits(name):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}

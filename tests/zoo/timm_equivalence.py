@@ -1,4 +1,5 @@
-"""The Keras ports against timm's own LambdaResNets, given the same (random) weights.
+"""The Keras ports against timm's own models (its LambdaResNets and ResNet-RS), given the same
+(random) weights.
 
 Run as a script (PyTorch must be imported before TensorFlow in one process)::
 
@@ -30,22 +31,34 @@ import torch  # before TensorFlow
 from safetensors.numpy import save_file
 
 from lambda_keras.preprocessing import eval_image
-from lambda_keras.zoo import registry, timm_lambda_resnet
+from lambda_keras.zoo import registry, resnet_rs, timm_lambda_resnet
 from lambda_keras.zoo._common import preprocess_input
+from lambda_keras.zoo.convert_timm import MODELS, RESNET_RS
 
-MODELS = tuple(timm_lambda_resnet.SPECS)
+
+def timm_name(name: str) -> str:
+    return name.replace("resnet_rs", "resnetrs") if name in RESNET_RS else name
+
+
+def evaluation(name: str) -> tuple[int, float]:
+    """(image size, crop fraction) of timm's evaluation of the model's weights."""
+    if name in RESNET_RS:
+        weights = resnet_rs.TIMM_WEIGHTS[int(name.removeprefix("resnet_rs"))]
+        return weights.test_size, weights.crop_fraction
+    spec = timm_lambda_resnet.SPECS[name]
+    return spec.image_size, spec.crop_fraction
 
 
 def photos(name: str) -> np.ndarray:
-    """``[4, 256, 256, 3]`` normalised: two real photos, each centre-cropped at the model's
-    crop fraction and at 0.6 (a closer view)."""
+    """``[4, size, size, 3]`` normalised: two real photos, each centre-cropped at the model's
+    evaluation size and crop fraction, and at 0.6 (a closer view)."""
     from sklearn.datasets import load_sample_images
 
-    spec = timm_lambda_resnet.SPECS[name]
+    size, crop_fraction = evaluation(name)
     images = []
     for image in load_sample_images().images:
-        for fraction in (spec.crop_fraction, 0.6):
-            crop = eval_image(image, spec.image_size, fraction)
+        for fraction in (crop_fraction, 0.6):
+            crop = eval_image(image, size, fraction)
             images.append(np.asarray(crop))
     return np.asarray(preprocess_input(np.stack(images)), dtype="float32")
 
@@ -57,7 +70,7 @@ def perturbed_timm_model(name: str, seed: int = 0) -> torch.nn.Module:
     residual branch (zero at timm's initialisation) gets a small scale, so that residual sums
     keep trained-network magnitudes."""
     torch.manual_seed(seed)
-    model = timm.create_model(name, pretrained=False).eval()
+    model = timm.create_model(timm_name(name), pretrained=False).eval()
     generator = torch.Generator().manual_seed(seed + 1)
 
     def draw(n, low, high):
@@ -67,7 +80,7 @@ def perturbed_timm_model(name: str, seed: int = 0) -> torch.nn.Module:
         for module_name, module in model.named_modules():
             if isinstance(module, torch.nn.BatchNorm2d):
                 c = module.num_features
-                last = module_name.endswith("conv3_1x1.bn")
+                last = module_name.endswith(("conv3_1x1.bn", "bn3"))
                 module.weight.copy_(draw(c, 0.2, 0.5) if last else draw(c, 0.5, 1.5))
                 module.bias.copy_(draw(c, -0.2, 0.2))
                 module.running_mean.copy_(draw(c, -0.2, 0.2))
@@ -82,8 +95,8 @@ def scale_classifier(model: torch.nn.Module, x: torch.Tensor, largest: float = 1
     (a trained model's range), which makes the 1e-4 tolerance a strict one."""
     with torch.no_grad():
         factor = largest / model(x).abs().max()
-        model.head.fc.weight.mul_(factor)
-        model.head.fc.bias.mul_(factor)
+        model.get_classifier().weight.mul_(factor)
+        model.get_classifier().bias.mul_(factor)
 
 
 def compare(name: str, workdir: str) -> dict:
@@ -109,7 +122,9 @@ def compare(name: str, workdir: str) -> dict:
     )
     with torch.no_grad():
         expected = model(torch_x).numpy()
-    keras_model = registry.get_model(name, weights=output, classifier_activation=None)
+    keras_model = registry.get_model(
+        name, weights=output, classifier_activation=None, input_shape=x.shape[1:]
+    )
     actual = np.asarray(keras_model(x, training=False))
     top5 = [
         list(np.argsort(-row)[:5]) == list(np.argsort(-ref)[:5])
@@ -125,13 +140,15 @@ def compare(name: str, workdir: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(timm_lambda_resnet.SPECS))
     parser.add_argument("--write-shapes", default=None)
     args = parser.parse_args()
     torch.set_num_threads(2)
     shapes = {}
     with tempfile.TemporaryDirectory() as workdir:
         for name in args.models.split(","):
+            if name not in MODELS:
+                parser.error(f"--models: {name!r} is not one of {', '.join(MODELS)}")
             result = compare(name, workdir)
             shapes[name] = result["shapes"]
             print(
