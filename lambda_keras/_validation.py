@@ -16,6 +16,7 @@ __all__ = [
     "divisible",
     "extent",
     "implementation",
+    "number_in",
     "odd_window",
     "one_of",
     "positive_int",
@@ -53,6 +54,25 @@ def positive_number(name: str, value) -> float:
     )
     if not ok:
         raise ValueError(f"`{name}` must be a positive number; received {name}={value!r}.")
+    return float(value)
+
+
+def number_in(
+    name: str, value, low: float, high: float, *, low_open: bool = False, high_open: bool = False
+) -> float:
+    """Return ``value`` as a float, or raise if it is not a finite number in the interval
+    ``[low, high]`` (``(`` / ``)`` where ``low_open`` / ``high_open``)."""
+    is_number = not isinstance(value, bool) and isinstance(
+        value, (int, float, np.integer, np.floating)
+    )
+    ok = is_number and math.isfinite(value)
+    if ok:
+        ok = (value > low if low_open else value >= low) and (
+            value < high if high_open else value <= high
+        )
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
+        raise ValueError(f"`{name}` must be a number in {interval}; received {name}={value!r}.")
     return float(value)
 
 
@@ -107,7 +127,13 @@ def scope(name: str, value) -> int | tuple[int, ...] | None:
     if value is None:
         return None
     values = _one_or_two(name, value, "an odd int")
-    window = odd_window(name, values, len(values))
+    try:
+        window = odd_window(name, values, len(values))
+    except ValueError:
+        raise ValueError(
+            f"`{name}` must be None (global context), a positive odd integer or a pair of them; "
+            f"received {name}={value!r}."
+        ) from None
     return window[0] if not isinstance(value, (tuple, list)) else window
 
 

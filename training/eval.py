@@ -5,6 +5,7 @@ after every epoch, during the run too) or a serving SavedModel directory (``expo
 """
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -22,21 +23,30 @@ flags.DEFINE_integer("image_size", 32, "Image side the model takes.")
 flags.DEFINE_integer("batch_size", 64, "Batch size.")
 flags.DEFINE_float("crop_fraction", 0.875, "Centre-crop fraction.")
 FLAGS = flags.FLAGS
+flags.register_validator("image_size", lambda x: x >= 32, "--image_size must be >= 32.")
+flags.register_validator("batch_size", lambda x: x >= 1, "--batch_size must be positive.")
+flags.register_validator(
+    "crop_fraction", lambda x: 0 < x <= 1, "--crop_fraction must be in (0, 1]."
+)
 
 
 def main(argv):
     del argv
     logging.set_verbosity(logging.WARNING)
-    source = load_source(
-        FLAGS.dataset,
-        FLAGS.split,
-        image_size=FLAGS.image_size,
-        data_dir=FLAGS.data_dir,
-        manual_dir=FLAGS.manual_dir,
-    )
-    result = evaluate(
-        FLAGS.model_path, source, FLAGS.image_size, FLAGS.batch_size, FLAGS.crop_fraction
-    )
+    try:
+        source = load_source(
+            FLAGS.dataset,
+            FLAGS.split,
+            image_size=FLAGS.image_size,
+            data_dir=FLAGS.data_dir,
+            manual_dir=FLAGS.manual_dir,
+        )
+        result = evaluate(
+            FLAGS.model_path, source, FLAGS.image_size, FLAGS.batch_size, FLAGS.crop_fraction
+        )
+    except ValueError as err:  # a user's mistake: one line, exit status 2
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
     print(
         f"{FLAGS.model_path} on {FLAGS.dataset}/{FLAGS.split} ({result['examples']} images): "
         f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}"

@@ -38,15 +38,17 @@ FLAGS = flags.FLAGS
 
 def _load_model():
     """The model to export and the (image_size, crop_fraction) its weights were evaluated at."""
-    import keras
-
     from lambda_keras import zoo
+    from lambda_keras.training.evaluation import load_keras_file
     from lambda_keras.zoo import weights as weights_lib
 
     if FLAGS.zoo_model is None:
         if not os.path.exists(FLAGS.model_path):
             raise SystemExit(f"--model_path {FLAGS.model_path!r} does not exist.")
-        model = keras.saving.load_model(FLAGS.model_path)
+        try:
+            model = load_keras_file(FLAGS.model_path)
+        except ValueError as err:
+            raise SystemExit(f"--model_path: {err}") from None
         return model, (model.input.shape[1] or 32, 0.875)
     try:
         info = zoo.model_info(FLAGS.zoo_model)

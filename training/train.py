@@ -15,7 +15,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging
 
 from lambda_keras.training.distribute import STRATEGIES
-from lambda_keras.training.trainer import LOOPS, MIXED_PRECISION, TrainConfig, train
+from lambda_keras.training.trainer import (
+    LOOPS,
+    MIXED_PRECISION,
+    OPTION_CHECKS,
+    TrainConfig,
+    train,
+)
 
 DEFAULTS = TrainConfig()
 flags.DEFINE_string("model", DEFAULTS.model, "Zoo registry name (zoo.list_models()).")
@@ -70,6 +76,26 @@ flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.")
 flags.DEFINE_boolean("export", DEFAULTS.export, "Export .keras and a serving SavedModel.")
 FLAGS = flags.FLAGS
 
+# A user's mistake is one line, "FATAL Flags parsing error: ...", before anything is built.
+for _option, (_accepts, _allowed) in OPTION_CHECKS.items():
+    flags.register_validator(_option, _accepts, message=f"--{_option} must be {_allowed}.")
+
+
+@flags.validator("model")
+def _known_model(name):
+    from lambda_keras import zoo
+
+    try:
+        zoo.model_info(name)
+    except (TypeError, ValueError) as err:
+        raise flags.ValidationError(f"--model: {err}") from None
+    return True
+
+
+@flags.validator("dataset", message="--dataset=folder:<root> needs an existing directory <root>.")
+def _existing_folder(dataset):
+    return not dataset.startswith("folder:") or os.path.isdir(dataset.removeprefix("folder:"))
+
 
 def main(argv):
     del argv
@@ -82,7 +108,11 @@ def main(argv):
         }
     )
     config.verbose = 1 if sys.stdout.isatty() else 2
-    train(config)
+    try:
+        train(config)
+    except ValueError as err:  # a user's mistake found while reading the data: one line
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -98,9 +98,11 @@ class LambdaLayer(keras.layers.Layer):
         batch_norm_epsilon: Epsilon of those batch normalisations.
         causal: Mask the future (Appendix C.2): query ``n`` only sees context positions
             ``m <= n`` in raster order (for sequences: the usual autoregressive mask). Keys are
-            normalised over each query's own context. Note that batch normalisation in
-            training mode uses statistics of all positions; disable it for strictly
-            autoregressive training.
+            normalised over each query's own context. Masks select, they do not multiply: a
+            masked position has no influence on an unmasked output, also not through NaN or
+            Inf values; a non-finite value in a query's visible context makes its output NaN.
+            Note that batch normalisation in training mode uses statistics of all positions;
+            disable it for strictly autoregressive training.
         context_mask: Optional ``[n, n]`` array of booleans (``n`` = positions of the input, in
             raster order): ``context_mask[n, m]`` says whether query ``n`` sees context element
             ``m`` (Fig. 6). Keys are normalised over each query's unmasked context; a query
@@ -176,8 +178,10 @@ class LambdaLayer(keras.layers.Layer):
         )
         self.query_batch_norm = v.boolean("query_batch_norm", query_batch_norm)
         self.value_batch_norm = v.boolean("value_batch_norm", value_batch_norm)
-        self.batch_norm_momentum = float(batch_norm_momentum)
-        self.batch_norm_epsilon = float(batch_norm_epsilon)
+        self.batch_norm_momentum = v.number_in(
+            "batch_norm_momentum", batch_norm_momentum, 0.0, 1.0, high_open=True
+        )
+        self.batch_norm_epsilon = v.positive_number("batch_norm_epsilon", batch_norm_epsilon)
         self.causal = v.boolean("causal", causal)
         self.context_mask = v.square_bool_mask("context_mask", context_mask)
         self.use_bias = v.boolean("use_bias", use_bias)
@@ -281,8 +285,11 @@ class LambdaLayer(keras.layers.Layer):
         """Create the layer's own embeddings, or check that a shared one fits the inputs."""
         rank = len(spatial)
         if self.position_embedding is None:
+            size = self._embedding_size(spatial)
+            name = "scope_size" if self.scope_size is not None else "max_size"
+            _check_embedding_size(name, size, self.key_dim * self.intra_depth * self.groups)
             self.position_embedding = RelativePositionEmbedding(
-                size=self._embedding_size(spatial),
+                size=size,
                 key_dim=self.key_dim,
                 intra_depth=self.intra_depth,
                 groups=self.groups,
@@ -440,6 +447,11 @@ class LambdaLayer(keras.layers.Layer):
                 f"This LambdaLayer was built for inputs of rank {rank + 2}; received input shape "
                 f"{tuple(static)}."
             )
+        if static[-1] is not None and static[-1] != self.qkv_kernel.shape[0]:
+            raise ValueError(
+                f"LambdaLayer {self.name!r} was built for inputs with "
+                f"{self.qkv_kernel.shape[0]} channels; received input shape {tuple(static)}."
+            )
         shape = tf.shape(x)
         batch = shape[0]
         spatial = [
@@ -472,6 +484,9 @@ class LambdaLayer(keras.layers.Layer):
         keys = tf.reshape(tf.cast(keys, dtype), [batch, n, g, k, u])
         values = tf.reshape(tf.cast(values, dtype), [batch, n, g, vd, u])
         mask = self._mask(n, dtype)
+        poisoned = None
+        if mask is not None:
+            values, poisoned = self._select_finite_values(values, mask)
 
         # Content lambdas: [b, 1, g, k, v] (shared by all queries) or [b, n, g, k, v] (masked).
         content = self._content_lambdas(keys, values, mask) if self.content else None
@@ -489,6 +504,8 @@ class LambdaLayer(keras.layers.Layer):
         if self.position_bias is not None:
             bias = tf.cast(self.position_bias, dtype)
             y = y + tf.einsum("bngqk,gk->bngq", q, bias)[..., None]
+        if poisoned is not None:
+            y = tf.where(poisoned[:, :, None, None, None], tf.constant(np.nan, y.dtype), y)
         y = tf.reshape(y, [batch, *spatial, self._dim_out])
         return tf.cast(y, self.compute_dtype)
 
@@ -500,6 +517,26 @@ class LambdaLayer(keras.layers.Layer):
         if self.causal:
             return tf.linalg.band_part(tf.ones([n, n], dtype), -1, 0)  # m <= n
         return None
+
+    def _select_finite_values(self, values, mask):
+        """Masking by selection: a masked context element must not reach a query in any way,
+        also not as ``0 * nan``. Non-finite values are replaced by zeros, and the queries whose
+        *visible* context holds one are marked (their outputs become NaN, as unmasked
+        arithmetic would make them).
+
+        Args:
+            values: ``[b, m, g, v, u]``; mask: ``[n, m]`` (1 = visible).
+
+        Returns:
+            ``(values with non-finite entries zeroed, poisoned [b, n] booleans)``.
+        """
+        finite = tf.math.is_finite(values)
+        bad = 1.0 - tf.cast(tf.reduce_all(finite, axis=[2, 3, 4]), mask.dtype)  # [b, m]
+        if self.causal:  # query n sees m <= n
+            poisoned = tf.cumsum(bad, axis=1) > 0
+        else:
+            poisoned = tf.einsum("nm,bm->bn", mask, bad) > 0
+        return tf.where(finite, values, tf.zeros_like(values)), poisoned
 
     def _content_lambdas(self, keys, values, mask):
         """Content lambdas ``sum_m normalised(k)_m v_m^T`` (Eq. 1, Fig. 6 and 8).
@@ -639,6 +676,23 @@ def _check_input_rank(input_shape) -> int:
             f"(rank {len(input_shape)})."
         )
     return len(input_shape) - 2
+
+
+# Position embeddings larger than this many elements (1 GiB in float32) are refused up front
+# instead of failing with an out-of-memory error after seconds of allocation.
+MAX_EMBEDDING_ELEMENTS = 2**28
+
+
+def _check_embedding_size(name: str, window: tuple[int, ...], per_offset: int) -> None:
+    """Refuse embeddings of more than ``MAX_EMBEDDING_ELEMENTS`` before allocating them."""
+    elements = int(np.prod(window)) * per_offset
+    if elements > MAX_EMBEDDING_ELEMENTS:
+        raise ValueError(
+            f"`{name}` gives a window of {window} offsets, which needs relative position "
+            f"embeddings of {elements:,} elements (more than {MAX_EMBEDDING_ELEMENTS:,}, 1 GiB "
+            "in float32); a scope wider than twice the feature map is never used: pass a "
+            "smaller one."
+        )
 
 
 def _num_positions(spatial) -> int | None:

@@ -107,6 +107,20 @@ def folder_source(root: str) -> Source:
             f"No images ({', '.join(IMAGE_EXTENSIONS)}) found in {root!r}: the layout is "
             "root/<class name>/<image>."
         )
+    if len(class_names) < 2:
+        raise ValueError(
+            f"The image folder {root!r} has {len(class_names)} class folder(s) "
+            f"({class_names}); classification needs at least 2 (root/<class name>/<image>)."
+        )
+    damaged = [path for path in paths if _damaged(path)]
+    if damaged:
+        keep = [i for i, path in enumerate(paths) if path not in set(damaged)]
+        paths, labels = [paths[i] for i in keep], [labels[i] for i in keep]
+        shown = "\n  ".join(damaged[:10]) + ("\n  ..." if len(damaged) > 10 else "")
+        print(
+            f"Skipped {len(damaged)} damaged or truncated image file(s) of {root!r} "
+            f"(kept {len(paths)}):\n  {shown}"
+        )
 
     def load(path, label):
         image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
@@ -114,6 +128,30 @@ def folder_source(root: str) -> Source:
 
     dataset = tf.data.Dataset.from_tensor_slices((paths, np.array(labels, "int32")))
     return Source(dataset.map(load, num_parallel_calls=AUTOTUNE), len(paths), class_names)
+
+
+def _damaged(path: str) -> bool:
+    """Whether an image file is not what its name says or is cut short: its signature and its
+    end marker are read (JPEG ``FFD8``...``FFD9``, PNG signature...``IEND``, GIF ...``;``, BMP
+    header size), not the whole file."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(26)
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64))
+            tail = f.read().rstrip(b"\x00\r\n ")
+    except OSError:
+        return True
+    if head.startswith(b"\xff\xd8\xff"):
+        return not tail.endswith(b"\xff\xd9")
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return b"IEND" not in tail
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return not tail.endswith(b";")
+    if head.startswith(b"BM") and len(head) >= 6:
+        return int.from_bytes(head[2:6], "little") > size
+    return True  # not an image format the loader decodes
 
 
 def tfds_source(

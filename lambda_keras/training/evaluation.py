@@ -39,7 +39,9 @@ def evaluate(
     if model_path.endswith(".keras"):
         if not os.path.exists(model_path):
             raise ValueError(f"The model file {model_path!r} does not exist.")
-        model = keras.saving.load_model(model_path)
+        model = load_keras_file(model_path)
+        output_shape = model.compute_output_shape((None, image_size, image_size, 3))
+        _check_classes(output_shape[-1], source, model_path)
         dataset = data.make_dataset(
             source,
             training=False,
@@ -50,6 +52,7 @@ def evaluate(
         return top_k_accuracy(model, dataset)
     if os.path.isdir(model_path) and os.path.exists(os.path.join(model_path, "saved_model.pb")):
         serve = tf.saved_model.load(model_path).signatures["serve_images"]
+        _check_classes(serve.structured_outputs["probabilities"].shape[-1], source, model_path)
         scores, labels = [], []
         for image, label in source.dataset:
             scores.append(serve(images=image[None])["probabilities"].numpy())
@@ -58,6 +61,28 @@ def evaluate(
     raise ValueError(
         f"--model_path must be a .keras file or a SavedModel directory; received {model_path!r}."
     )
+
+
+def load_keras_file(path: str) -> keras.Model:
+    """``keras.saving.load_model``, with a damaged or truncated file reported as such."""
+    try:
+        return keras.saving.load_model(path)
+    except (OSError, ValueError, KeyError, EOFError) as err:
+        if "zip" in str(err).lower() or isinstance(err, (OSError, EOFError, KeyError)):
+            raise ValueError(
+                f"The model file {path!r} is damaged or truncated (not a readable .keras "
+                f"archive): {err}"
+            ) from err
+        raise
+
+
+def _check_classes(model_classes, source: data.Source, model_path: str) -> None:
+    if model_classes is not None and model_classes != source.num_classes:
+        raise ValueError(
+            f"The model {model_path!r} predicts {model_classes} classes but the data set has "
+            f"{source.num_classes}: its accuracy would mean nothing. Evaluate on the data set "
+            "it was trained on."
+        )
 
 
 def _accuracy(scores: np.ndarray, labels: np.ndarray) -> dict:

@@ -64,7 +64,40 @@ class TrainConfig:
     verbose: int = 2
 
 
+def _finite(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+# Range checks of the numeric options, shared with training/train.py's absl flag validators:
+# option -> (accepts the value, what is allowed).
+OPTION_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "epochs": (
+        lambda x: x is None or (isinstance(x, int) and x >= 1),
+        "a positive number of epochs (leave it unset for the recipe's)",
+    ),
+    "warmup_epochs": (
+        lambda x: x is None or (isinstance(x, int) and x >= 0),
+        "a number of epochs >= 0",
+    ),
+    "learning_rate": (lambda x: x is None or (_finite(x) and x > 0), "a finite number > 0"),
+    "mixup_alpha": (lambda x: _finite(x) and x >= 0, "a finite number >= 0 (0: off)"),
+    "cutmix_alpha": (lambda x: _finite(x) and x >= 0, "a finite number >= 0 (0: off)"),
+    "crop_min_area": (lambda x: _finite(x) and 0 < x <= 1, "a fraction in (0, 1]"),
+    "batch_size": (lambda x: isinstance(x, int) and x >= 1, "a positive integer"),
+    "image_size": (lambda x: isinstance(x, int) and x >= 32, "an integer >= 32 (the /32 models)"),
+    "width_multiplier": (
+        lambda x: x is None or (_finite(x) and x > 0),
+        "a finite number > 0 (1.0: the paper's widths)",
+    ),
+    "seed": (lambda x: isinstance(x, int) and x >= 0, "an integer >= 0"),
+}
+
+
 def _check(config: TrainConfig):
+    for option, (accepts, allowed) in OPTION_CHECKS.items():
+        value = getattr(config, option)
+        if not accepts(value):
+            raise ValueError(f"--{option} must be {allowed}; received {option}={value!r}.")
     if config.recipe not in recipes.RECIPES:
         raise ValueError(
             f"--recipe must be one of {sorted(recipes.RECIPES)}; received {config.recipe!r}."
@@ -83,9 +116,6 @@ def _check(config: TrainConfig):
             "MultiWorkerMirroredStrategy (keras-team/keras#20585, 'Attempt to convert a value "
             "(PerReplica)'). Use --loop=custom (the default for multi_worker)."
         )
-    for name in ("image_size", "batch_size"):
-        if getattr(config, name) < 1:
-            raise ValueError(f"--{name} must be positive; received {getattr(config, name)}.")
 
 
 def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -> keras.Model:
@@ -127,6 +157,12 @@ def train(config: TrainConfig) -> dict:
     recipe = _recipe(config)
     epochs = config.epochs or recipe.epochs
     inputs = _inputs(config, recipe)
+    if config.batch_size > inputs.train.num_examples:
+        raise ValueError(
+            f"--batch_size={config.batch_size} is larger than the training split "
+            f"({inputs.train.num_examples} images of --dataset={config.dataset!r}): every step "
+            "would repeat images. Pass a batch size of at most the data set's size."
+        )
     steps_per_epoch = max(1, inputs.train.num_examples // config.batch_size)
     with strategy.scope():
         model = _compiled_model(config, recipe, inputs.train.num_classes, steps_per_epoch, epochs)

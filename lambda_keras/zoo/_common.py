@@ -59,6 +59,17 @@ def check_arguments(
         ``(resolved_weights, input_shape)`` with the input shape completed to
         ``(height, width, channels)``.
     """
+    v.boolean("include_top", args.include_top)
+    if args.name is not None and not isinstance(args.name, str):
+        raise TypeError(f"`name` must be a string or None; received name={args.name!r}.")
+    if args.include_top:
+        try:
+            keras.activations.get(args.classifier_activation)
+        except ValueError as err:
+            raise ValueError(
+                "`classifier_activation` must be None, 'softmax' or another Keras activation; "
+                f"received classifier_activation={args.classifier_activation!r}."
+            ) from err
     resolved = weights_lib.resolve_weights(args.weights, architecture)
     if args.pooling not in POOLINGS:
         raise ValueError(
@@ -95,6 +106,11 @@ def _check_pretrained_head(args: ApplicationArgs, spec: weights_lib.WeightsSpec)
 def _input_shape(args: ApplicationArgs, resolved, default_size: int) -> tuple:
     """``input_shape``, else the input tensor's, else the weights' or the default size."""
     input_shape = args.input_shape
+    if input_shape is not None and not isinstance(input_shape, (tuple, list)):
+        raise TypeError(
+            "`input_shape` must be a tuple (height, width, channels); received "
+            f"input_shape={input_shape!r} ({type(input_shape).__name__})."
+        )
     if input_shape is None and args.input_tensor is not None:
         input_shape = tuple(args.input_tensor.shape[1:])
     if input_shape is None:
@@ -104,7 +120,11 @@ def _input_shape(args: ApplicationArgs, resolved, default_size: int) -> tuple:
 
 
 def _check_input_shape(input_shape: tuple, resolved, architecture: str, min_size: int) -> None:
-    if len(input_shape) != 3:
+    sides_ok = all(
+        side is None or (isinstance(side, (int, np.integer)) and not isinstance(side, bool))
+        for side in input_shape
+    )
+    if len(input_shape) != 3 or not sides_ok:
         raise ValueError(
             "`input_shape` must be (height, width, channels) (channels last); received "
             f"input_shape={input_shape}."
@@ -138,6 +158,7 @@ def build(
     The final feature map is the output of the layer named ``"features"``; with
     ``include_top=False`` and registered weights the full model is built, loaded and cut there.
     """
+    v.number_in("dropout_rate", dropout_rate, 0.0, 1.0, high_open=True)
     resolved, input_shape = check_arguments(
         args, architecture=architecture, default_size=default_size, min_size=min_size
     )

@@ -108,8 +108,13 @@ def model_info(name: str) -> ModelInfo:
     Raises:
         ValueError: ``name`` is not registered (the message suggests close names).
     """
-    if not isinstance(name, str) or name not in _MODELS:
-        close = difflib.get_close_matches(name, _MODELS, n=3) if isinstance(name, str) else []
+    if not isinstance(name, str):
+        raise TypeError(
+            f"The model name must be a registered name (a str, see list_models()); received "
+            f"{name!r} ({type(name).__name__})."
+        )
+    if name not in _MODELS:
+        close = difflib.get_close_matches(name, _MODELS, n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(f"Unknown model {name!r}.{hint} Known models: {', '.join(list_models())}.")
     return _MODELS[name]

@@ -286,6 +286,8 @@ def build_family_model(
 ) -> keras.Model:
     """The model ``spec`` describes; ``None`` rates take the depth's Table 20 defaults."""
     v.positive_number("width_multiplier", width_multiplier)
+    if stochastic_depth_rate is not None:
+        v.number_in("stochastic_depth_rate", stochastic_depth_rate, 0.0, 1.0, high_open=True)
     default = spec.depth.default_regularization
     if stochastic_depth_rate is None:
         stochastic_depth_rate = default.stochastic_depth_rate
@@ -316,8 +318,7 @@ def _resnet_rs(
     **application_args,
 ) -> keras.Model:
     """What every ``ResNetRS*`` builder does, with its own arguments."""
-    if not isinstance(se, bool):
-        raise ValueError(f"`se` must be True or False; received se={se!r}.")
+    v.boolean("se", se)
     spec = SPECS[model_name]
     app = _common.ApplicationArgs(**application_args)
     if not se and app.weights is not None:

@@ -232,6 +232,11 @@ def load_into(model: keras.Model, path: str, architecture: str) -> None:
         warnings.simplefilter("always")
         try:
             model.load_weights(path)
+        except OSError as err:  # h5py: not an HDF5 file, truncated file, ...
+            raise ValueError(
+                f"The weights file {path!r} is damaged or truncated (not a readable "
+                f".weights.h5 file): {err}"
+            ) from err
         except (ValueError, KeyError) as err:
             problem = str(err)
     skipped = [str(w.message) for w in caught if "freshly-initialized" in str(w.message)]

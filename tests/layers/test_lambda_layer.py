@@ -687,3 +687,31 @@ def test_einsum_in_chunks_of_queries_matches_reference(monkeypatch, kwargs):
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation="einsum", **kwargs)
     assert_matches(layer(x, training=False).numpy(), reference_for(layer, x))
+
+
+# ---------------------------------------------------------------- masks select
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+@pytest.mark.parametrize(
+    "impl,kwargs",
+    [
+        ("einsum", dict(scope_size=3, causal=True)),
+        ("conv", dict(scope_size=3, causal=True)),
+        ("depthwise", dict(scope_size=3, causal=True)),
+        ("einsum", dict(scope_size=None, causal=True)),
+        ("einsum", dict(scope_size=None, context_mask=MASK_20)),
+        ("einsum", dict(scope_size=3, context_mask=MASK_20, content=False)),
+    ],
+)
+def test_masked_positions_cannot_leak_non_finite_values(impl, kwargs, bad):
+    """A NaN/Inf at a masked position leaves the unmasked outputs exactly as they were."""
+    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
+    layer = build_layer(x, implementation=impl, **kwargs)
+    clean = layer(x, training=False).numpy().reshape(2, 20, -1)
+    poisoned_x = x.copy()
+    poisoned_x[0, 3, 4] = bad  # the last position in raster order (19)
+    y = layer(poisoned_x, training=False).numpy().reshape(2, 20, -1)
+    mask = np.tril(np.ones((20, 20), bool)) if layer.causal else MASK_20
+    blind = ~mask[:, 19]  # queries that do not see position 19
+    np.testing.assert_array_equal(y[0, blind], clean[0, blind])
+    np.testing.assert_array_equal(y[1], clean[1])  # the other batch element
+    assert np.isnan(y[0, ~blind]).all()  # queries that see it cannot have a finite output

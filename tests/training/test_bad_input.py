@@ -1,0 +1,140 @@
+"""Bad flags and files of the scripts: one line naming the mistake, before any model is built.
+
+Each command runs in a subprocess and fails within seconds; flag mistakes are absl's
+``FATAL Flags parsing error: ...`` (exit 1), mistakes found in the data ``error: ...`` (exit 2).
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras.training import data
+
+ROOT = Path(__file__).resolve().parents[2]
+ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
+
+
+def run(script: str, *flags: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "training" / script), *flags],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+TRAIN_FLAG_CASES = {
+    "epochs_zero": ("--epochs=0", "--epochs must be a positive number of epochs"),
+    "epochs_negative": ("--epochs=-1", "--epochs must be a positive number"),
+    "warmup_negative": ("--warmup_epochs=-2", "--warmup_epochs must be"),
+    "learning_rate_negative": (
+        "--learning_rate=-0.1",
+        "--learning_rate must be a finite number > 0",
+    ),
+    "learning_rate_nan": ("--learning_rate=nan", "--learning_rate must be a finite number"),
+    "mixup_negative": ("--mixup_alpha=-1", "--mixup_alpha must be"),
+    "cutmix_negative": ("--cutmix_alpha=-0.5", "--cutmix_alpha must be"),
+    "crop_area": ("--crop_min_area=1.5", "--crop_min_area must be a fraction in"),
+    "crop_area_zero": ("--crop_min_area=0", "--crop_min_area must be a fraction in"),
+    "batch_zero": ("--batch_size=0", "--batch_size must be a positive integer"),
+    "image_size": ("--image_size=8", "--image_size must be an integer >= 32"),
+    "width": ("--width_multiplier=0", "--width_multiplier must be"),
+    "seed": ("--seed=-3", "--seed must be"),
+    "model_typo": ("--model=lambda_resnet_50", "Did you mean 'lambda_resnet50'"),
+    "folder_missing": ("--dataset=folder:/no/such/dir", "needs an existing directory"),
+    "recipe": ("--recipe=100ep", "value should be one of"),
+    "strategy": ("--strategy=gpu_cluster", "value should be one of"),
+    "epochs_string": ("--epochs=ten", "invalid literal"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRAIN_FLAG_CASES))
+def test_train_flags(case, tmp_path):
+    flag, message = TRAIN_FLAG_CASES[case]
+    done = run("train.py", flag, f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr[-1000:]
+    assert "FATAL Flags parsing error" in done.stderr and message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (tmp_path / "run").exists()  # nothing started
+
+
+def write_images(folder: Path, classes: dict[str, int]) -> None:
+    rng = np.random.default_rng(0)
+    for name, count in classes.items():
+        (folder / name).mkdir(parents=True)
+        for i in range(count):
+            pixels = rng.integers(0, 255, (12, 12, 3), dtype=np.uint8)
+            (folder / name / f"{i}.png").write_bytes(tf.io.encode_png(pixels).numpy())
+
+
+def test_single_class_folder_is_an_error(tmp_path):
+    write_images(tmp_path / "data" / "train", {"cats": 4})
+    done = run("train.py", f"--dataset=folder:{tmp_path / 'data'}", cwd=tmp_path)
+    assert done.returncode == 2 and "error:" in done.stderr
+    assert "has 1 class folder(s)" in done.stderr and "at least 2" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_batch_larger_than_the_data_set(tmp_path):
+    done = run("train.py", "--batch_size=5000", f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "--batch_size=5000 is larger than the training split (1437 images" in done.stderr
+
+
+def test_damaged_images_are_skipped_with_their_paths(tmp_path, capsys):
+    root = tmp_path / "data"
+    write_images(root, {"a": 3, "b": 3})
+    good = (root / "a" / "0.png").read_bytes()
+    (root / "a" / "cut.png").write_bytes(good[: len(good) // 2])  # truncated
+    (root / "b" / "fake.jpg").write_bytes(b"this is text, not a JPEG")
+    jpeg = tf.io.encode_jpeg(np.zeros((8, 8, 3), np.uint8)).numpy()
+    (root / "b" / "cut.jpg").write_bytes(jpeg[:-10])
+    source = data.folder_source(str(root))
+    printed = capsys.readouterr().out
+    assert source.num_examples == 6
+    assert "Skipped 3 damaged or truncated image file(s)" in printed
+    for name in ("cut.png", "fake.jpg", "cut.jpg"):
+        assert name in printed
+    assert len(list(source.dataset)) == 6  # every kept file decodes
+
+
+def test_eval_with_another_number_of_classes(tmp_path):
+    import keras
+
+    model = keras.Sequential(
+        [keras.Input((32, 32, 3)), keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(4)]
+    )
+    model.save(tmp_path / "four.keras")
+    done = run("eval.py", f"--model_path={tmp_path / 'four.keras'}", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "predicts 4 classes but the data set has 10" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04 truncated zip"])
+def test_eval_and_export_of_a_damaged_keras_file(tmp_path, content):
+    damaged = tmp_path / "damaged.keras"
+    damaged.write_bytes(content)
+    done = run("eval.py", f"--model_path={damaged}", cwd=tmp_path)
+    assert done.returncode == 2 and "is damaged or truncated" in done.stderr
+    done = run(
+        "export.py", f"--model_path={damaged}", f"--export_dir={tmp_path / 'x'}", cwd=tmp_path
+    )
+    assert done.returncode == 1 and "is damaged or truncated" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "flag,message",
+    [("--crop_fraction=0", "--crop_fraction must be in"), ("--batch_size=0", "--batch_size")],
+)
+def test_eval_flags(flag, message, tmp_path):
+    done = run("eval.py", flag, cwd=tmp_path)
+    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
