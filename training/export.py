@@ -34,6 +34,12 @@ flags.DEFINE_float(
     "Centre-crop fraction of the serving graph (default: the weights', else 0.875).",
 )
 FLAGS = flags.FLAGS
+flags.register_validator(
+    "image_size", lambda x: x is None or x >= 32, "--image_size must be >= 32."
+)
+flags.register_validator(
+    "crop_fraction", lambda x: x is None or 0 < x <= 1, "--crop_fraction must be in (0, 1]."
+)
 
 
 def _load_model():

@@ -174,9 +174,10 @@ def tfds_source(
     try:
         import tensorflow_datasets as tfds
     except ImportError as err:
-        raise ImportError(
-            f"Data set {name!r} comes from TensorFlow Datasets: pip install tensorflow-datasets "
-            "(or lambda-keras[tfds])"
+        raise ValueError(
+            f"--dataset={name!r} is neither 'digits' nor 'folder:<root>', so it would be a "
+            "TensorFlow Datasets name, and tensorflow-datasets is not installed (pip install "
+            '"lambda-keras[tfds]"). Check the name, or install TFDS.'
         ) from err
     try:
         builder = tfds.builder(name, data_dir=data_dir)

@@ -138,3 +138,14 @@ def test_eval_and_export_of_a_damaged_keras_file(tmp_path, content):
 def test_eval_flags(flag, message, tmp_path):
     done = run("eval.py", flag, cwd=tmp_path)
     assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_dataset_typo_without_tfds_says_what_the_name_is(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # as if not installed
+    with pytest.raises(ValueError, match="--dataset='digitz' is neither 'digits' nor 'folder"):
+        data.load_source("digitz", "train", image_size=32)
+
+
+def test_export_flags(tmp_path):
+    done = run("export.py", "--crop_fraction=2", cwd=tmp_path)
+    assert done.returncode == 1 and "--crop_fraction must be in (0, 1]" in done.stderr
