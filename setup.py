@@ -30,6 +30,8 @@ setup(
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
         # Reading timm's .safetensors checkpoints (convert_timm) without PyTorch.
         "timm": ["safetensors>=0.4"],
+        # Running the notebooks in notebooks/ (Jupyter or nbclient).
+        "notebooks": ["matplotlib>=3.7", "ipykernel>=6", "nbclient>=0.9", "scikit-learn>=1.3"],
         "test": [
             "pytest>=8",
             "ruff>=0.6",
@@ -38,6 +40,9 @@ setup(
             "tensorflow-datasets>=4.9",
             "importlib_resources",
             "safetensors>=0.4",
+            "matplotlib>=3.7",
+            "ipykernel>=6",
+            "nbclient>=0.9",
         ],
     },
     classifiers=[

@@ -1,0 +1,45 @@
+"""Every notebook runs top to bottom on a fresh kernel (smoke sizes), and none carries outputs."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def test_the_notebooks_exist():
+    names = {path.stem for path in NOTEBOOKS}
+    assert {"lambda_layers", "train_lambda_resnet", "fine_tune_and_serve"} <= names
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("LAMBDA_KERAS_NOTEBOOK_SMOKE", "1")
+    monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    notebook = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError naming the cell that failed
+    figures = [
+        output
+        for cell in notebook.cells
+        for output in cell.get("outputs", [])
+        if "image/png" in output.get("data", {})
+    ]
+    assert figures, "a notebook shows at least one figure"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_is_stored_without_outputs(path):
+    notebook = nbformat.read(path, as_version=4)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type == "code":
+            assert not cell.outputs, f"{path.name} cell {index} carries outputs"
+            assert cell.execution_count is None, f"{path.name} cell {index} has an execution count"
