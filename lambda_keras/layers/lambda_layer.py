@@ -164,11 +164,6 @@ class LambdaLayer(keras.layers.Layer):
         )
         self.content = v.boolean("content", content)
         self.position = v.boolean("position", position)
-        if not (self.content or self.position):
-            raise ValueError(
-                "At least one of `content` and `position` must be True; received "
-                "content=False, position=False."
-            )
         self.multi_head = v.boolean("multi_head", multi_head)
         self.key_normalization = v.one_of(
             "key_normalization", key_normalization, KEY_NORMALIZATIONS
@@ -186,12 +181,8 @@ class LambdaLayer(keras.layers.Layer):
         self.context_mask = v.square_bool_mask("context_mask", context_mask)
         self.use_bias = v.boolean("use_bias", use_bias)
         self.use_position_bias = v.boolean("use_position_bias", use_position_bias)
-        if self.use_position_bias and not self.position:
-            raise ValueError(
-                "`use_position_bias=True` needs position lambdas; received position=False."
-            )
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self._check_mask_options()
+        self._check_combinations()
 
         if isinstance(position_embedding, dict):
             position_embedding = keras.saving.deserialize_keras_object(position_embedding)
@@ -206,7 +197,17 @@ class LambdaLayer(keras.layers.Layer):
         """Number of lambdas per position: 1 (multi-query) or ``num_heads`` (multi-head)."""
         return self.num_heads if self.multi_head else 1
 
-    def _check_mask_options(self):
+    def _check_combinations(self):
+        """Options that are valid alone but not together."""
+        if not (self.content or self.position):
+            raise ValueError(
+                "At least one of `content` and `position` must be True; received "
+                "content=False, position=False."
+            )
+        if self.use_position_bias and not self.position:
+            raise ValueError(
+                "`use_position_bias=True` needs position lambdas; received position=False."
+            )
         if self.context_mask is not None and self.implementation in ("conv", "depthwise"):
             raise ValueError(
                 f"`context_mask` needs the einsum implementation; received "
