@@ -181,11 +181,6 @@ def test_argument_errors(kwargs, error, match):
         zoo.LambdaResNet50(**kwargs)
 
 
-def test_se_must_be_a_bool():
-    with pytest.raises(ValueError, match="se"):
-        zoo.ResNetRS50(se="yes")
-
-
 def test_width_multiplier_scales_the_stages():
     model = zoo.LambdaResNet50C4(input_shape=SMALL, include_top=False, width_multiplier=0.25)
     assert model.output.shape == (None, 2, 2, 512)
