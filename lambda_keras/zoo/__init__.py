@@ -9,6 +9,9 @@
   ImageNet LambdaResNets, with ``weights="imagenet"`` (:mod:`.timm_lambda_resnet`,
   :mod:`.convert_timm`).
 
+* ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for
+  detection (:mod:`.pyramid_backbone`).
+
 Every builder is registered by name (``list_models()``, ``get_model(name)``,
 ``model_info(name)``).
 """
@@ -17,6 +20,7 @@ from lambda_keras.zoo import (
     hybrid_resnet50,
     lambda_resnet,
     mobilenet_v2,
+    pyramid_backbone,
     resnet_rs,
     timm_lambda_resnet,
     weights,
@@ -40,6 +44,7 @@ from lambda_keras.zoo.lambda_resnet import (
     LambdaResNet420C4,
 )
 from lambda_keras.zoo.mobilenet_v2 import LambdaMobileNetV2, MobileNetV2
+from lambda_keras.zoo.pyramid_backbone import LambdaResNetBackbone, ResNetRSBackbone
 from lambda_keras.zoo.registry import (
     ModelInfo,
     get_model,
@@ -70,6 +75,7 @@ __all__ = [
     "LambdaResNet26T",
     "LambdaResNet50",
     "LambdaResNet50C4",
+    "LambdaResNetBackbone",
     "LambdaResNet50TS",
     "LambdaResNet101",
     "LambdaResNet101C4",
@@ -93,6 +99,7 @@ __all__ = [
     "ResNetRS270",
     "ResNetRS350",
     "ResNetRS420",
+    "ResNetRSBackbone",
     "WeightsSpec",
     "count_flops",
     "get_model",
@@ -100,6 +107,7 @@ __all__ = [
     "lambda_resnet",
     "list_models",
     "mobilenet_v2",
+    "pyramid_backbone",
     "model_builder",
     "model_info",
     "register_model",

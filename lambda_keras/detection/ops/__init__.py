@@ -1,0 +1,43 @@
+"""Detection ops others reuse, each tested alone: boxes, ROIAlign, NMS, masks.
+
+Box convention: ``(y1, x1, y2, x2)`` in absolute image pixels, an edge at 0 being the image's
+top/left edge (:mod:`.boxes`); ROIAlign's half-pixel rule is in :mod:`.roi_align`. TensorFlow
+ops (gathers and ``tf.image`` NMS with static output sizes), usable inside Keras layers, under
+``tf.distribute`` and with ``jit_compile=True``.
+"""
+
+from lambda_keras.detection.ops.boxes import (
+    BBOX_DELTA_CLIP,
+    box_area,
+    box_iou,
+    clip_boxes,
+    decode_boxes,
+    encode_boxes,
+    from_coco,
+    to_coco,
+)
+from lambda_keras.detection.ops.masks import crop_masks, paste_masks
+from lambda_keras.detection.ops.nms import batched_nms, nms
+from lambda_keras.detection.ops.roi_align import (
+    assign_pyramid_levels,
+    multilevel_roi_align,
+    roi_align,
+)
+
+__all__ = [
+    "BBOX_DELTA_CLIP",
+    "assign_pyramid_levels",
+    "batched_nms",
+    "box_area",
+    "box_iou",
+    "clip_boxes",
+    "crop_masks",
+    "decode_boxes",
+    "encode_boxes",
+    "from_coco",
+    "multilevel_roi_align",
+    "nms",
+    "paste_masks",
+    "roi_align",
+    "to_coco",
+]

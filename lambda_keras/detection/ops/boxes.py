@@ -1,0 +1,157 @@
+"""Boxes: the convention, pairwise IoU, Faster R-CNN encoding and decoding, clipping.
+
+**Box convention** (keras-hub's ``"yxyx"``): a box is ``(y1, x1, y2, x2)`` in absolute pixel
+coordinates of the image it lives on, as float32. Coordinates are continuous: pixel ``(i, j)``
+covers ``[i, i + 1) x [j, j + 1)``, its centre is ``(i + 0.5, j + 0.5)``, so a box edge at 0 is
+the top (left) edge of the image and the box ``(0, 0, H, W)`` is the whole ``H x W`` image. Size
+and area carry no ``+ 1``: ``height = y2 - y1``. COCO's ``[x, y, width, height]`` maps to
+``(y, x, y + height, x + width)`` (:func:`from_coco` / :func:`to_coco`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+__all__ = [
+    "BBOX_DELTA_CLIP",
+    "box_area",
+    "box_iou",
+    "clip_boxes",
+    "decode_boxes",
+    "encode_boxes",
+    "from_coco",
+    "to_coco",
+]
+
+# Largest log-scale a decoded box may grow by (Detectron's log(1000 / 16)): exp() never overflows.
+BBOX_DELTA_CLIP = math.log(1000.0 / 16)
+
+
+def box_area(boxes: tf.Tensor) -> tf.Tensor:
+    """``[..., 4]`` boxes -> ``[...]`` areas (0 for empty or inverted boxes)."""
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
+    return tf.maximum(y2 - y1, 0.0) * tf.maximum(x2 - x1, 0.0)
+
+
+def box_iou(boxes1: tf.Tensor, boxes2: tf.Tensor) -> tf.Tensor:
+    """Pairwise intersection over union.
+
+    Args:
+        boxes1: ``[..., n, 4]`` boxes.
+        boxes2: ``[..., m, 4]`` boxes (same leading dimensions).
+
+    Returns:
+        ``[..., n, m]`` IoU in ``[0, 1]``. A pair whose union is empty (two zero-area boxes)
+        has IoU 0, never NaN.
+    """
+    boxes1 = tf.convert_to_tensor(boxes1, tf.float32)
+    boxes2 = tf.convert_to_tensor(boxes2, tf.float32)
+    a = tf.expand_dims(boxes1, -2)  # [..., n, 1, 4]
+    b = tf.expand_dims(boxes2, -3)  # [..., 1, m, 4]
+    top = tf.maximum(a[..., 0], b[..., 0])
+    left = tf.maximum(a[..., 1], b[..., 1])
+    bottom = tf.minimum(a[..., 2], b[..., 2])
+    right = tf.minimum(a[..., 3], b[..., 3])
+    intersection = tf.maximum(bottom - top, 0.0) * tf.maximum(right - left, 0.0)
+    union = box_area(a) + box_area(b) - intersection
+    return tf.math.divide_no_nan(intersection, union)
+
+
+def _centres_sizes(boxes):
+    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
+    return (y1 + y2) * 0.5, (x1 + x2) * 0.5, y2 - y1, x2 - x1
+
+
+def encode_boxes(
+    boxes: tf.Tensor, anchors: tf.Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
+) -> tf.Tensor:
+    """Faster R-CNN regression targets of ``boxes`` relative to ``anchors``.
+
+    ``(dy, dx, dh, dw) = (wy (cy - cy_a) / h_a, wx (cx - cx_a) / w_a, wh log(h / h_a),
+    ww log(w / w_a))`` with centres ``c`` and sizes ``h, w`` (no ``+ 1``); Mask R-CNN uses weights
+    ``(1, 1, 1, 1)`` for the RPN and ``(10, 10, 5, 5)`` for the box head.
+
+    Args:
+        boxes, anchors: ``[..., 4]`` boxes (broadcastable); the anchors must have positive
+            sizes, the boxes too (a zero-size box would encode to ``-inf``).
+        weights: ``(wy, wx, wh, ww)``.
+
+    Returns:
+        ``[..., 4]`` deltas ``(dy, dx, dh, dw)``.
+    """
+    wy, wx, wh, ww = weights
+    cy, cx, h, w = _centres_sizes(tf.convert_to_tensor(boxes, tf.float32))
+    acy, acx, ah, aw = _centres_sizes(tf.convert_to_tensor(anchors, tf.float32))
+    return tf.stack(
+        [
+            wy * (cy - acy) / ah,
+            wx * (cx - acx) / aw,
+            wh * tf.math.log(h / ah),
+            ww * tf.math.log(w / aw),
+        ],
+        axis=-1,
+    )
+
+
+def decode_boxes(
+    deltas: tf.Tensor, anchors: tf.Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
+) -> tf.Tensor:
+    """The inverse of :func:`encode_boxes`: boxes from deltas relative to ``anchors``.
+
+    The size deltas are clipped at ``BBOX_DELTA_CLIP`` (``log(1000 / 16)``) before ``exp``, as
+    in Detectron and torchvision, so a wild prediction gives a large box, never ``inf``.
+
+    Args:
+        deltas: ``[..., 4]`` ``(dy, dx, dh, dw)``.
+        anchors: ``[..., 4]`` boxes (broadcastable).
+        weights: ``(wy, wx, wh, ww)`` used to encode.
+
+    Returns:
+        ``[..., 4]`` boxes ``(y1, x1, y2, x2)``.
+    """
+    wy, wx, wh, ww = weights
+    deltas = tf.convert_to_tensor(deltas, tf.float32)
+    acy, acx, ah, aw = _centres_sizes(tf.convert_to_tensor(anchors, tf.float32))
+    dy, dx, dh, dw = tf.unstack(deltas, axis=-1)
+    cy = dy / wy * ah + acy
+    cx = dx / wx * aw + acx
+    h = tf.exp(tf.minimum(dh / wh, BBOX_DELTA_CLIP)) * ah
+    w = tf.exp(tf.minimum(dw / ww, BBOX_DELTA_CLIP)) * aw
+    return tf.stack([cy - 0.5 * h, cx - 0.5 * w, cy + 0.5 * h, cx + 0.5 * w], axis=-1)
+
+
+def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
+    """Clip ``[..., 4]`` boxes to ``[0, height] x [0, width]``.
+
+    Args:
+        image_shape: ``(height, width)``, or ``[..., 2]`` per image (broadcast against the
+            boxes' leading dimensions after adding a box axis, e.g. ``[batch, 1, 2]``).
+    """
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    image_shape = tf.cast(image_shape, tf.float32)
+    height, width = image_shape[..., 0], image_shape[..., 1]
+    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
+    return tf.stack(
+        [
+            tf.minimum(tf.maximum(y1, 0.0), height),
+            tf.minimum(tf.maximum(x1, 0.0), width),
+            tf.minimum(tf.maximum(y2, 0.0), height),
+            tf.minimum(tf.maximum(x2, 0.0), width),
+        ],
+        axis=-1,
+    )
+
+
+def from_coco(boxes: tf.Tensor) -> tf.Tensor:
+    """COCO ``[..., (x, y, width, height)]`` -> ``[..., (y1, x1, y2, x2)]``."""
+    x, y, w, h = tf.unstack(tf.convert_to_tensor(boxes, tf.float32), axis=-1)
+    return tf.stack([y, x, y + h, x + w], axis=-1)
+
+
+def to_coco(boxes: tf.Tensor) -> tf.Tensor:
+    """``[..., (y1, x1, y2, x2)]`` -> COCO ``[..., (x, y, width, height)]``."""
+    y1, x1, y2, x2 = tf.unstack(tf.convert_to_tensor(boxes, tf.float32), axis=-1)
+    return tf.stack([x1, y1, x2 - x1, y2 - y1], axis=-1)

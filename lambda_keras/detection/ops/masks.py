@@ -1,0 +1,96 @@
+"""Instance masks: pasting a box's ``M x M`` mask into the image, and cropping a mask to a box.
+
+**Pasting** (:func:`paste_masks`) follows Detectron2's ``paste_masks_in_image``: the ``M x M``
+mask covers its box exactly (mask cell ``k`` spans ``[y1 + k h / M, y1 + (k + 1) h / M)``), each
+image pixel takes the bilinear interpolation of the mask at the pixel's centre, with zeros
+outside the mask (``grid_sample(align_corners=False)`` with zero padding), so the soft mask fades
+out over half a mask cell beyond the box edge. Bilinear interpolation is separable: the paste
+is ``R_y @ mask @ R_x^T`` with per-box interpolation matrices, no gather.
+
+**Cropping** (:func:`crop_masks`): the training target of a proposal is the ground-truth mask
+ROIAligned to ``M x M`` in the proposal's box (Mask R-CNN), with the same half-pixel rule.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from lambda_keras import _validation as v
+from lambda_keras.detection.ops.roi_align import _roi_align_flat
+
+__all__ = ["crop_masks", "paste_masks"]
+
+
+def _interpolation_matrix(start, end, image_size: int, mask_size: int) -> tf.Tensor:
+    """``[n, image_size, mask_size]``: weight of mask cell ``k`` at image pixel ``i`` along one
+    axis, for boxes spanning ``[start, end)`` (``[n]``) along it."""
+    centres = tf.range(image_size, dtype=tf.float32) + 0.5  # [I]
+    extent = (end - start)[:, None]
+    # The pixel centre in mask cells, where cell k's centre is at k.
+    pos = (centres[None, :] - start[:, None]) / tf.where(extent > 0, extent, 1.0) * mask_size - 0.5
+    cells = tf.range(mask_size, dtype=tf.float32)
+    weights = tf.maximum(1.0 - tf.abs(pos[:, :, None] - cells[None, None, :]), 0.0)
+    return tf.where(extent[:, :, None] > 0, weights, 0.0)
+
+
+def paste_masks(
+    masks: tf.Tensor, boxes: tf.Tensor, image_shape: tuple[int, int], threshold: float | None = 0.5
+) -> tf.Tensor:
+    """Paste per-box masks into the image.
+
+    Args:
+        masks: ``[n, M, M]`` (or ``[n, M_h, M_w]``) mask probabilities in box coordinates.
+        boxes: ``[n, 4]`` boxes ``(y1, x1, y2, x2)`` in image pixels.
+        image_shape: ``(height, width)`` of the image, Python ints.
+        threshold: Pixels with probability ``>= threshold`` are True; None returns the
+            interpolated probabilities.
+
+    Returns:
+        ``[n, height, width]``: bool masks, or float32 probabilities with ``threshold=None``.
+        A box of zero height or width pastes an empty mask.
+    """
+    height = v.positive_int("image_shape[0]", image_shape[0])
+    width = v.positive_int("image_shape[1]", image_shape[1])
+    masks = tf.convert_to_tensor(masks, tf.float32)
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1])
+    cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2])
+    pasted = tf.matmul(tf.matmul(rows, masks), cols, transpose_b=True)
+    return pasted if threshold is None else pasted >= threshold
+
+
+def crop_masks(
+    masks: tf.Tensor,
+    boxes: tf.Tensor,
+    mask_indices: tf.Tensor,
+    mask_size: int = 28,
+    sampling_ratio: int = 2,
+) -> tf.Tensor:
+    """ROIAlign of each box's own full-image mask to ``mask_size x mask_size`` inside the box.
+
+    Args:
+        masks: ``[batch, num_masks, height, width]`` image masks (0/1 or soft).
+        boxes: ``[batch, num_boxes, 4]`` boxes in image pixels.
+        mask_indices: ``[batch, num_boxes]`` int, which of the image's masks each box crops.
+        sampling_ratio: Bilinear samples per output cell along each axis.
+
+    Returns:
+        ``[batch, num_boxes, mask_size, mask_size]`` float32.
+    """
+    masks = tf.convert_to_tensor(masks, tf.float32)
+    shape = tf.shape(masks)
+    flat = tf.reshape(masks, [shape[0], shape[1] * shape[2] * shape[3], 1])
+    mask_indices = tf.cast(mask_indices, tf.int32)
+    ones = tf.ones_like(mask_indices)
+    size = v.positive_int("mask_size", mask_size)
+    crops = _roi_align_flat(
+        flat,
+        tf.convert_to_tensor(boxes, tf.float32),
+        heights=ones * shape[2],
+        widths=ones * shape[3],
+        offsets=mask_indices * shape[2] * shape[3],
+        output_size=(size, size),
+        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        aligned=True,
+    )
+    return crops[..., 0]

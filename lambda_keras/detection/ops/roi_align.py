@@ -1,0 +1,220 @@
+"""ROIAlign (He et al., 2017) with half-pixel alignment, on one feature map or on a pyramid.
+
+**Coordinates.** Boxes are ``(y1, x1, y2, x2)`` in image pixels (see
+:mod:`lambda_keras.detection.ops.boxes`): an edge at 0 is the image's top or left edge. A feature
+map of stride ``s`` (``spatial_scale = 1 / s``) has its cell ``(i, j)`` centred on image point
+``((i + 0.5) s, (j + 0.5) s)``. With ``aligned=True`` (Detectron2's ROIAlignV2, torchvision's
+``aligned=True``) a box is scaled by ``spatial_scale`` and shifted by -0.5 cells, so that
+sampling the continuous point ``p`` of the map interpolates between the cells whose centres
+surround ``p``; ``aligned=False`` is the original (Mask R-CNN paper) mis-aligned version.
+
+**Sampling.** Each of the ``out_h x out_w`` bins averages ``sampling_ratio x sampling_ratio``
+bilinear samples at the centres of a regular sub-grid of the bin. A fixed ``sampling_ratio``
+keeps every shape static (XLA, TPU); torchvision's adaptive ``sampling_ratio=0`` is not offered.
+At the map's border a sample within one cell outside the map takes the border value; one
+further out counts as 0 (torchvision's and Detectron2's rule).
+"""
+
+from __future__ import annotations
+
+import math
+
+import tensorflow as tf
+
+from lambda_keras import _validation as v
+
+__all__ = ["assign_pyramid_levels", "multilevel_roi_align", "roi_align"]
+
+
+def roi_align(
+    features: tf.Tensor,
+    boxes: tf.Tensor,
+    output_size: int | tuple[int, int] = 7,
+    spatial_scale: float = 1.0,
+    sampling_ratio: int = 2,
+    aligned: bool = True,
+) -> tf.Tensor:
+    """ROIAlign on one feature map.
+
+    Args:
+        features: ``[batch, height, width, channels]``.
+        boxes: ``[batch, num_boxes, 4]`` in image pixels ``(y1, x1, y2, x2)``.
+        output_size: ``out`` or ``(out_h, out_w)``.
+        spatial_scale: Map size / image size (``1 / stride``).
+        sampling_ratio: Samples per bin along each axis (a positive integer).
+        aligned: Half-pixel alignment (module docstring).
+
+    Returns:
+        ``[batch, num_boxes, out_h, out_w, channels]``.
+    """
+    features = tf.convert_to_tensor(features)
+    shape = tf.shape(features)
+    flat = tf.reshape(features, [shape[0], shape[1] * shape[2], shape[3]])
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    ones = tf.ones_like(boxes[..., 0], tf.int32)
+    return _roi_align_flat(
+        flat,
+        boxes * spatial_scale,
+        heights=ones * shape[1],
+        widths=ones * shape[2],
+        offsets=ones * 0,
+        output_size=_output_size(output_size),
+        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        aligned=v.boolean("aligned", aligned),
+    )
+
+
+def assign_pyramid_levels(
+    boxes: tf.Tensor,
+    min_level: int,
+    max_level: int,
+    canonical_size: float = 224.0,
+    canonical_level: int = 4,
+) -> tf.Tensor:
+    """The FPN level of each box (Lin et al., 2017, eq. 1).
+
+    ``floor(canonical_level + log2(sqrt(area) / canonical_size))`` clipped to
+    ``[min_level, max_level]`` (torchvision adds 1e-6 before the floor; so does this).
+
+    Args:
+        boxes: ``[..., 4]`` boxes in image pixels.
+
+    Returns:
+        ``[...]`` int32 levels.
+    """
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    height = tf.maximum(boxes[..., 2] - boxes[..., 0], 0.0)
+    width = tf.maximum(boxes[..., 3] - boxes[..., 1], 0.0)
+    size = tf.maximum(tf.sqrt(height * width), 1e-6)
+    level = tf.floor(canonical_level + tf.math.log(size / canonical_size) / math.log(2.0) + 1e-6)
+    return tf.cast(tf.clip_by_value(level, min_level, max_level), tf.int32)
+
+
+def multilevel_roi_align(
+    features: dict[str, tf.Tensor],
+    boxes: tf.Tensor,
+    output_size: int | tuple[int, int] = 7,
+    sampling_ratio: int = 2,
+    aligned: bool = True,
+    canonical_size: float = 224.0,
+    canonical_level: int = 4,
+) -> tf.Tensor:
+    """ROIAlign over a feature pyramid: each box is pooled from the level
+    :func:`assign_pyramid_levels` gives it.
+
+    Args:
+        features: ``{"P<level>": [batch, h_level, w_level, channels]}``, the level-``l`` map of
+            stride ``2**l`` (e.g. ``"P2"`` ... ``"P5"``); the same number of channels on each.
+        boxes: ``[batch, num_boxes, 4]`` in image pixels.
+
+    Returns:
+        ``[batch, num_boxes, out_h, out_w, channels]``.
+    """
+    levels = _pyramid_levels(features)
+    maps = [features[f"P{level}"] for level in levels]
+    shapes = [tf.shape(m) for m in maps]
+    flat = tf.concat(
+        [tf.reshape(m, [s[0], s[1] * s[2], s[3]]) for m, s in zip(maps, shapes, strict=True)], 1
+    )
+    sizes = [s[1] * s[2] for s in shapes]
+    offsets = tf.math.cumsum(tf.stack(sizes), exclusive=True)
+
+    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    index = (
+        assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
+        - levels[0]
+    )
+    scales = tf.constant([2.0**-level for level in levels], tf.float32)
+    return _roi_align_flat(
+        flat,
+        boxes * tf.gather(scales, index)[..., None],
+        heights=tf.gather(tf.stack([s[1] for s in shapes]), index),
+        widths=tf.gather(tf.stack([s[2] for s in shapes]), index),
+        offsets=tf.gather(offsets, index),
+        output_size=_output_size(output_size),
+        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        aligned=v.boolean("aligned", aligned),
+    )
+
+
+def _pyramid_levels(features) -> list[int]:
+    if not isinstance(features, dict) or not features:
+        raise TypeError(
+            "`features` must be a non-empty dict {'P2': map, 'P3': map, ...}; received "
+            f"{type(features).__name__}."
+        )
+    levels = []
+    for key in features:
+        if not (isinstance(key, str) and key[:1] == "P" and key[1:].isdigit()):
+            raise ValueError(f"`features` keys must be 'P<level>' (e.g. 'P2'); received {key!r}.")
+        levels.append(int(key[1:]))
+    levels.sort()
+    if levels != list(range(levels[0], levels[-1] + 1)):
+        raise ValueError(f"`features` must hold consecutive levels; received {sorted(features)}.")
+    return levels
+
+
+def _output_size(output_size) -> tuple[int, int]:
+    if isinstance(output_size, (tuple, list)) and len(output_size) == 2:
+        return (
+            v.positive_int("output_size", output_size[0]),
+            v.positive_int("output_size", output_size[1]),
+        )
+    size = v.positive_int("output_size", output_size)
+    return size, size
+
+
+def _axis_samples(start, end, size, bins: int, ratio: int, aligned: bool):
+    """Per box, the sample positions along one axis, as interpolation indices and weights.
+
+    Args:
+        start, end: ``[b, n]`` box edges in map cells (already scaled).
+        size: ``[b, n]`` int32 length of the box's map along this axis.
+
+    Returns:
+        ``(low, high, w_low, w_high)``, each ``[b, n, bins * ratio]``: the two cells around
+        each sample and their weights (0 for a sample beyond one cell outside the map).
+    """
+    if aligned:
+        start, end = start - 0.5, end - 0.5
+        extent = end - start
+    else:
+        extent = tf.maximum(end - start, 1.0)
+    steps = (tf.range(bins * ratio, dtype=tf.float32) + 0.5) / (bins * ratio)
+    pos = start[..., None] + steps * extent[..., None]  # [b, n, S]
+    limit = tf.cast(size, tf.float32)[..., None]
+    inside = tf.cast((pos >= -1.0) & (pos <= limit), tf.float32)
+    pos = tf.minimum(tf.maximum(pos, 0.0), limit - 1.0)
+    low = tf.floor(pos)
+    frac = pos - low
+    low = tf.cast(low, tf.int32)
+    high = tf.minimum(low + 1, size[..., None] - 1)
+    return low, high, (1.0 - frac) * inside, frac * inside
+
+
+def _roi_align_flat(flat, boxes, *, heights, widths, offsets, output_size, sampling_ratio, aligned):
+    """ROIAlign where each box samples its own ``heights x widths`` map stored row-major at
+    ``offsets`` in ``flat`` ``[batch, positions, channels]``; boxes already in map cells."""
+    out_h, out_w = output_size
+    ratio = sampling_ratio
+    y_low, y_high, wy_low, wy_high = _axis_samples(
+        boxes[..., 0], boxes[..., 2], heights, out_h, ratio, aligned
+    )
+    x_low, x_high, wx_low, wx_high = _axis_samples(
+        boxes[..., 1], boxes[..., 3], widths, out_w, ratio, aligned
+    )
+    batch, num_boxes = tf.shape(boxes)[0], tf.shape(boxes)[1]
+    channels = tf.shape(flat)[-1]
+    base = offsets[..., None, None]
+    row_stride = widths[..., None, None]
+    out = 0.0
+    for ys, wy in ((y_low, wy_low), (y_high, wy_high)):
+        for xs, wx in ((x_low, wx_low), (x_high, wx_high)):
+            index = base + ys[..., :, None] * row_stride + xs[..., None, :]  # [b, n, Sy, Sx]
+            values = tf.gather(flat, tf.reshape(index, [batch, -1]), batch_dims=1)
+            sy, sx = out_h * ratio, out_w * ratio
+            values = tf.reshape(values, [batch, num_boxes, sy, sx, channels])
+            weight = tf.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
+            out += values * weight[..., None]
+    out = tf.reshape(out, [batch, num_boxes, out_h, ratio, out_w, ratio, channels])
+    return tf.reduce_mean(out, axis=[3, 5])

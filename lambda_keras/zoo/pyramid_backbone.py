@@ -1,0 +1,275 @@
+"""Feature-pyramid backbones for detection: LambdaResNets and ResNet-RS without their head.
+
+A backbone is a ``keras.Model`` from images ``[batch, height, width, 3]`` to the dict of the
+last feature map of each stage, also kept as its attribute ``pyramid_outputs`` (keras-hub's
+convention, so it plugs into keras-hub detectors as an ``image_encoder``)::
+
+    {"P2": [b, h/4, w/4, 256 * width], "P3": [b, h/8, w/8, 512 * width],
+     "P4": [b, h/16, w/16, 1024 * width], "P5": [b, h/32, w/32, 2048 * width]}
+
+Height and width may be None (any image size) but must be multiples of 32: the rule is checked
+when the backbone is built on a known size and when it is called.
+
+The layers are those of the zoo's classifier of the same depth (same names), so
+``weights=`` loads the classifier's weights without its head through the weights registry.
+The lambda layers default to the lambda convolution (``implementation="conv"``), whose memory is
+linear in the number of positions at any image size (the einsum's embeddings grow with its
+square, which at detection resolutions does not fit).
+
+Batch norm (``batch_norm=``): ``"standard"`` (per replica), ``"synchronized"`` (statistics
+across the replicas of a ``tf.distribute`` strategy, the paper's from-scratch Mask R-CNN, App.
+F.3) or ``"frozen"`` (every batch norm, the lambda layers' included, in inference mode with
+untrainable parameters: the usual choice when fine-tuning from classification weights).
+"""
+
+from __future__ import annotations
+
+import keras
+
+from lambda_keras import _validation as v
+from lambda_keras.zoo import _common
+from lambda_keras.zoo.resnet_blocks import LambdaConfig
+from lambda_keras.zoo.resnet_rs import DEPTHS, SPECS, build_family_model
+
+__all__ = ["BATCH_NORM_MODES", "LambdaResNetBackbone", "PYRAMID_LEVELS", "ResNetRSBackbone"]
+
+BATCH_NORM_MODES = ("standard", "synchronized", "frozen")
+# Pyramid level -> the zoo stage whose last block output it is (its stride is 2**level).
+PYRAMID_LEVELS = {"P2": 0, "P3": 1, "P4": 2, "P5": 3}
+STRIDE = 32
+
+
+class _PyramidBackbone(keras.Model):
+    """What both backbones share: the classifier body cut at each stage, BN modes, size checks.
+
+    Subclasses name the registered zoo model to build and its squeeze-and-excitation stages
+    and lambda-layer settings (``family_options``, passed to ``build_family_model``).
+    """
+
+    def __init__(
+        self,
+        depth: int,
+        *,
+        model_name: str,
+        family_options: dict,
+        input_shape: tuple[int | None, int | None, int],
+        weights: str | None,
+        batch_norm: str,
+        stochastic_depth_rate: float,
+        width_multiplier: float,
+        name: str | None,
+        **kwargs,
+    ):
+        v.one_of("batch_norm", batch_norm, BATCH_NORM_MODES)
+        input_shape = _check_input_shape(input_shape)
+        classifier = build_family_model(
+            SPECS[model_name],
+            _common.ApplicationArgs(
+                include_top=False, weights=weights, input_shape=input_shape, name=model_name
+            ),
+            dropout_rate=0.0,
+            stochastic_depth_rate=stochastic_depth_rate,
+            width_multiplier=width_multiplier,
+            **family_options,
+        )
+        blocks = DEPTHS[depth].blocks
+        pyramid = {
+            level: classifier.get_layer(_stage_output(stage, blocks)).output
+            for level, stage in PYRAMID_LEVELS.items()
+        }
+        super().__init__(
+            inputs=classifier.input,
+            outputs=pyramid,
+            name=name or f"{model_name}_backbone",
+            **kwargs,
+        )
+        self.pyramid_outputs = pyramid
+        self.depth = depth
+        self.batch_norm = batch_norm
+        self.stochastic_depth_rate = stochastic_depth_rate
+        self.width_multiplier = width_multiplier
+        self.image_shape = input_shape
+        _apply_batch_norm_mode(self, batch_norm)
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Before Keras traces the call (an error raised inside it would print the whole input).
+        if hasattr(inputs, "shape"):
+            _check_image_size(tuple(inputs.shape))
+        return super().__call__(inputs, *args, **kwargs)
+
+    def get_config(self) -> dict:
+        # The constructor's arguments (keras-hub's Backbone does the same); weights come from
+        # the saved file, never fetched again when a saved backbone is loaded.
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "depth": self.depth,
+            "input_shape": self.image_shape,
+            "weights": None,
+            "batch_norm": self.batch_norm,
+            "stochastic_depth_rate": self.stochastic_depth_rate,
+            "width_multiplier": self.width_multiplier,
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)
+
+
+def _check_depth(depth) -> int:
+    if isinstance(depth, bool) or depth not in DEPTHS:
+        raise ValueError(
+            f"`depth` must be one of {', '.join(map(str, DEPTHS))}; received depth={depth!r}."
+        )
+    return depth
+
+
+def _stage_output(stage: int, blocks: tuple[int, ...]) -> str:
+    """Name of the output of the last block of ``stage`` (0-based, c2..c5)."""
+    return "features" if stage == 3 else f"c{stage + 2}_block{blocks[stage]}_out"
+
+
+def _check_input_shape(input_shape) -> tuple:
+    if not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
+        raise ValueError(
+            "`input_shape` must be (height, width, channels); received "
+            f"input_shape={input_shape!r}."
+        )
+    _check_image_size((None, *input_shape), name="input_shape")
+    return tuple(input_shape)
+
+
+def _check_image_size(shape, name: str = "images") -> None:
+    """Height and width (where known) must be multiples of 32, the stride of P5."""
+    for side in shape[1:3]:
+        if side is not None and (
+            isinstance(side, bool) or not isinstance(side, int) or side < STRIDE or side % STRIDE
+        ):
+            raise ValueError(
+                f"The backbone's image height and width must be multiples of {STRIDE} (at least "
+                f"{STRIDE}), or None for any such size; received {name} of shape "
+                f"{tuple(shape[1:]) if name == 'input_shape' else tuple(shape)}. Pad or resize "
+                "the images first."
+            )
+
+
+def _apply_batch_norm_mode(model: keras.Model, mode: str) -> None:
+    """Every batch norm of ``model``, the lambda layers' included, in ``mode``."""
+    for layer in model._flatten_layers(include_self=False, recursive=True):
+        if not isinstance(layer, keras.layers.BatchNormalization):
+            continue
+        if mode == "synchronized":
+            # Read when the layer is called (keras.ops.moments(synchronized=...)).
+            layer.synchronized = True
+        elif mode == "frozen":
+            # A Keras 3 batch norm that is not trainable normalises with its moving statistics.
+            layer.trainable = False
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class LambdaResNetBackbone(_PyramidBackbone):
+    """LambdaResNet-``depth`` (paper Table 19; ``c4=True``: the -C4 variant) as a pyramid backbone.
+
+    Args:
+        depth: 50, 101, 152, 200, 270, 350 or 420.
+        c4: Lambda layers in every block of c4 and c5 (``LambdaResNet<depth>C4``).
+        input_shape: ``(height, width, 3)``; height and width multiples of 32 or None.
+        weights: None, a registered weights name of ``lambda_resnet<depth>[_c4]`` or the path
+            to a ``.weights.h5`` file saved from a backbone of the same architecture.
+        batch_norm: ``"standard"``, ``"synchronized"`` or ``"frozen"`` (module docstring).
+        implementation: The lambda layers' implementation (``"conv"``: linear memory).
+        stochastic_depth_rate: Stochastic depth of the last stage (0 by default).
+        width_multiplier: Scales every stage's channels (1.0 is the paper's model).
+        name: Model name.
+
+    Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5``, also
+    ``pyramid_outputs``.
+    """
+
+    def __init__(
+        self,
+        depth: int = 50,
+        c4: bool = False,
+        input_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        weights: str | None = None,
+        batch_norm: str = "standard",
+        implementation: str = "conv",
+        stochastic_depth_rate: float = 0.0,
+        width_multiplier: float = 1.0,
+        name: str | None = None,
+        **kwargs,
+    ):
+        model_name = f"lambda_resnet{_check_depth(depth)}{'_c4' if v.boolean('c4', c4) else ''}"
+        options = {
+            "se_stages": SPECS[model_name].se_stages(True, se_in_lambda_stages=False),
+            "lambda_config": LambdaConfig(implementation=implementation),
+        }
+        super().__init__(
+            depth,
+            model_name=model_name,
+            family_options=options,
+            input_shape=input_shape,
+            weights=weights,
+            batch_norm=batch_norm,
+            stochastic_depth_rate=stochastic_depth_rate,
+            width_multiplier=width_multiplier,
+            name=name,
+            **kwargs,
+        )
+        self.c4 = c4
+        self.implementation = implementation
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "c4": self.c4, "implementation": self.implementation}
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class ResNetRSBackbone(_PyramidBackbone):
+    """ResNet-RS-``depth`` as a pyramid backbone (the paper's convolutional baseline).
+
+    Args:
+        depth: 50, 101, 152, 200, 270, 350 or 420.
+        se: Squeeze-and-excitation in every block (ResNet-RS; timm's ImageNet weights have it).
+        input_shape, weights, batch_norm, stochastic_depth_rate, width_multiplier, name: As
+            :class:`LambdaResNetBackbone`; ``weights="imagenet"`` loads timm's
+            ``resnetrs<depth>.tf_in1k`` classifier without its head (converted on first use).
+
+    Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5``, also
+    ``pyramid_outputs``.
+    """
+
+    def __init__(
+        self,
+        depth: int = 50,
+        se: bool = True,
+        input_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        weights: str | None = None,
+        batch_norm: str = "standard",
+        stochastic_depth_rate: float = 0.0,
+        width_multiplier: float = 1.0,
+        name: str | None = None,
+        **kwargs,
+    ):
+        model_name = f"resnet_rs{_check_depth(depth)}"
+        options = {
+            "se_stages": SPECS[model_name].se_stages(
+                v.boolean("se", se), se_in_lambda_stages=False
+            ),
+            "lambda_config": LambdaConfig(),
+        }
+        super().__init__(
+            depth,
+            model_name=model_name,
+            family_options=options,
+            input_shape=input_shape,
+            weights=weights,
+            batch_norm=batch_norm,
+            stochastic_depth_rate=stochastic_depth_rate,
+            width_multiplier=width_multiplier,
+            name=name,
+            **kwargs,
+        )
+        self.se = se
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "se": self.se}

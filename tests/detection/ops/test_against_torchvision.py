@@ -1,0 +1,40 @@
+"""lambda_keras.detection.ops against torchvision's ops (an independent implementation).
+
+torchvision is not a dependency: ``pip install torch==2.14.1 torchvision==0.29.1``. The
+comparison runs in a subprocess because PyTorch must be imported before TensorFlow.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("torchvision_comparison.py")
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed"
+)
+def test_ops_match_torchvision():
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    diffs = dict(re.findall(r"^(\S+) max_diff=(\S+)$", result.stdout, re.M))
+    equal = dict(re.findall(r"^(\S+) equal=(\S+)$", result.stdout, re.M))
+    assert set(diffs) == {
+        "roi_align_aligned=True",
+        "roi_align_aligned=False",
+        "box_iou",
+        "paste_masks",
+        "encode_boxes",
+    }, result.stdout
+    assert all(float(d) <= 1e-5 for d in diffs.values()), result.stdout
+    assert equal == {"nms": "True", "batched_nms": "True"}, result.stdout

@@ -1,0 +1,101 @@
+"""Print the largest difference between lambda_keras.detection.ops and torchvision's ops.
+
+Run as a script (PyTorch is imported before TensorFlow). Lines: ``<op> max_diff=<float>`` or
+``<op> equal=<bool>``.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import torchvision
+from torchvision.ops import boxes as tv_boxes
+
+RNG = np.random.default_rng(0)
+
+
+def random_boxes(n, size):
+    y = np.sort(RNG.uniform(-0.2 * size, 1.1 * size, (n, 2)), axis=1)
+    x = np.sort(RNG.uniform(-0.2 * size, 1.1 * size, (n, 2)), axis=1)
+    return np.stack([y[:, 0], x[:, 0], y[:, 1], x[:, 1]], 1).astype("float32")
+
+
+def xyxy(boxes):
+    return torch.from_numpy(np.ascontiguousarray(boxes[..., [1, 0, 3, 2]]))
+
+
+def torch_results():
+    out = {}
+    features = RNG.normal(size=(2, 4, 23, 31)).astype("float32")  # NCHW
+    boxes = np.stack([random_boxes(16, 124), random_boxes(16, 124)])
+    rois = torch.cat(
+        [torch.cat([torch.full((16, 1), float(b)), xyxy(boxes[b])], 1) for b in (0, 1)]
+    )
+    for aligned in (True, False):
+        pooled = torchvision.ops.roi_align(
+            torch.from_numpy(features), rois, (7, 5), 0.25, sampling_ratio=2, aligned=aligned
+        )
+        out[f"roi_align_aligned={aligned}"] = (features, boxes, pooled.numpy())
+    a, b = random_boxes(30, 50), random_boxes(20, 50)
+    out["box_iou"] = (a, b, tv_boxes.box_iou(xyxy(a), xyxy(b)).numpy())
+    scores = RNG.permutation(200).astype("float32") / 200
+    many = random_boxes(200, 60)
+    keep = torchvision.ops.nms(xyxy(many), torch.from_numpy(scores), 0.5).numpy()
+    classes = RNG.integers(0, 4, 200)
+    keep_cls = tv_boxes.batched_nms(
+        xyxy(many), torch.from_numpy(scores), torch.from_numpy(classes), 0.5
+    ).numpy()
+    out["nms"] = (many, scores, classes, keep, keep_cls)
+    masks = RNG.uniform(size=(5, 28, 28)).astype("float32")
+    mboxes = random_boxes(5, 40)
+    mboxes[:, 2:] += 2.0
+    out["paste_masks"] = (masks, mboxes, _grid_sample_paste(masks, mboxes, 40, 48))
+    anchors = random_boxes(50, 100) + np.array([0, 0, 1, 1], "float32")
+    targets = random_boxes(50, 100) + np.array([0, 0, 1, 1], "float32")
+    coder = torchvision.models.detection._utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
+    deltas = coder.encode_single(xyxy(targets), xyxy(anchors)).numpy()[:, [1, 0, 3, 2]]
+    out["encode_boxes"] = (targets, anchors, deltas)
+    return out
+
+
+def _grid_sample_paste(masks, boxes, height, width):
+    """Detectron2's paste: grid_sample(align_corners=False) of each mask over its box."""
+    ys = torch.arange(height, dtype=torch.float32) + 0.5
+    xs = torch.arange(width, dtype=torch.float32) + 0.5
+    b = torch.from_numpy(boxes)
+    gy = (ys[None] - b[:, 0:1]) / (b[:, 2:3] - b[:, 0:1]) * 2 - 1
+    gx = (xs[None] - b[:, 1:2]) / (b[:, 3:4] - b[:, 1:2]) * 2 - 1
+    grid = torch.stack(
+        [gx[:, None, :].expand(-1, height, -1), gy[:, :, None].expand(-1, -1, width)], -1
+    )
+    pasted = F.grid_sample(torch.from_numpy(masks)[:, None], grid, align_corners=False)
+    return pasted[:, 0].numpy()
+
+
+def main():
+    reference = torch_results()
+    from lambda_keras.detection import ops
+
+    for aligned in (True, False):
+        features, boxes, expected = reference[f"roi_align_aligned={aligned}"]
+        got = ops.roi_align(
+            features.transpose(0, 2, 3, 1), boxes, (7, 5), 0.25, sampling_ratio=2, aligned=aligned
+        ).numpy()
+        expected = expected.reshape(2, 16, 4, 7, 5).transpose(0, 1, 3, 4, 2)
+        print(f"roi_align_aligned={aligned} max_diff={np.abs(got - expected).max():.3g}")
+    a, b, expected = reference["box_iou"]
+    print(f"box_iou max_diff={np.abs(ops.box_iou(a, b).numpy() - expected).max():.3g}")
+    many, scores, classes, keep, keep_cls = reference["nms"]
+    indices, valid = ops.nms(many, scores, 200, 0.5)
+    print(f"nms equal={indices.numpy()[valid.numpy()].tolist() == keep.tolist()}")
+    indices, valid = ops.batched_nms(many, scores, classes, 200, 0.5)
+    print(f"batched_nms equal={indices.numpy()[valid.numpy()].tolist() == keep_cls.tolist()}")
+    masks, mboxes, expected = reference["paste_masks"]
+    got = ops.paste_masks(masks, mboxes, (40, 48), threshold=None).numpy()
+    print(f"paste_masks max_diff={np.abs(got - expected).max():.3g}")
+    targets, anchors, expected = reference["encode_boxes"]
+    got = ops.encode_boxes(targets, anchors, (10.0, 10.0, 5.0, 5.0)).numpy()
+    print(f"encode_boxes max_diff={np.abs(got - expected).max():.3g}")
+
+
+if __name__ == "__main__":
+    main()

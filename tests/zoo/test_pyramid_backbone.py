@@ -1,0 +1,146 @@
+"""Pyramid backbones: levels and strides, any size divisible by 32, weights from the classifier,
+batch-norm modes, saving."""
+
+import hashlib
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.layers import LambdaLayer
+from lambda_keras.zoo import weights as weights_lib
+
+SMALL = {"width_multiplier": 0.25}
+
+
+def _images(height, width, batch=1, seed=0):
+    return np.random.default_rng(seed).normal(size=(batch, height, width, 3)).astype("float32")
+
+
+@pytest.mark.parametrize(
+    "backbone, channels",
+    [
+        (lambda: zoo.LambdaResNetBackbone(50, **SMALL), (64, 128, 256, 512)),
+        (lambda: zoo.ResNetRSBackbone(50, **SMALL), (64, 128, 256, 512)),
+    ],
+    ids=["lambda_resnet50", "resnet_rs50"],
+)
+def test_levels_strides_and_any_size_divisible_by_32(backbone, channels):
+    model = backbone()
+    assert list(model.pyramid_outputs) == ["P2", "P3", "P4", "P5"]
+    assert [t.shape[-1] for t in model.pyramid_outputs.values()] == list(channels)
+    for height, width in ((64, 96), (128, 32)):
+        out = model(_images(height, width))
+        for level, stride in (("P2", 4), ("P3", 8), ("P4", 16), ("P5", 32)):
+            assert out[level].shape[1:3] == (height // stride, width // stride)
+
+
+def test_c4_puts_lambda_layers_in_every_c4_block():
+    plain = zoo.LambdaResNetBackbone(50, **SMALL)
+    c4 = zoo.LambdaResNetBackbone(50, c4=True, **SMALL)
+    count = lambda m: sum(isinstance(layer, LambdaLayer) for layer in m.layers)  # noqa: E731
+    assert (count(plain), count(c4)) == (1 + 3, 6 + 3)  # Table 19: block 3 of c4 for depth 50
+    assert all(
+        layer.implementation == "conv" for layer in c4.layers if isinstance(layer, LambdaLayer)
+    )
+
+
+def test_saved_backbone_loads_with_its_pyramid(tmp_path):
+    model = zoo.LambdaResNetBackbone(50, batch_norm="frozen", **SMALL)
+    x = _images(64, 64)
+    expected = model(x)
+    model.save(tmp_path / "backbone.keras")
+    loaded = keras.saving.load_model(tmp_path / "backbone.keras")
+    assert isinstance(loaded, zoo.LambdaResNetBackbone)
+    assert list(loaded.pyramid_outputs) == ["P2", "P3", "P4", "P5"]
+    assert loaded.batch_norm == "frozen" and not loaded.c4
+    got = loaded(x)
+    for level in expected:
+        np.testing.assert_allclose(got[level].numpy(), expected[level].numpy(), atol=1e-6)
+
+
+def test_frozen_batch_norm_is_inference_mode():
+    model = zoo.ResNetRSBackbone(50, batch_norm="frozen", **SMALL)
+    norms = [
+        layer
+        for layer in model._flatten_layers()
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]
+    assert norms and not any(layer.trainable for layer in norms)
+    assert not any("gamma" in w.path or "beta" in w.path for w in model.trainable_weights)
+    x = _images(64, 64)
+    train, infer = model(x, training=True), model(x, training=False)
+    np.testing.assert_allclose(train["P5"].numpy(), infer["P5"].numpy(), atol=1e-6)
+
+
+def test_synchronized_batch_norm_reaches_the_lambda_layers():
+    model = zoo.LambdaResNetBackbone(50, batch_norm="synchronized", **SMALL)
+    norms = [
+        layer
+        for layer in model._flatten_layers()
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]
+    assert all(layer.synchronized for layer in norms)
+    lambda_norms = [layer.query_norm for layer in model.layers if isinstance(layer, LambdaLayer)]
+    assert lambda_norms and all(norm.synchronized for norm in lambda_norms)
+    out = model(_images(64, 64, batch=2), training=True)  # runs outside a strategy too
+    assert np.isfinite(out["P5"].numpy()).all()
+
+
+@pytest.fixture
+def classifier_weights(tmp_path, monkeypatch):
+    """A LambdaResNet-50 classifier's weights, registered with a file:// URL."""
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
+    source = zoo.LambdaResNet50(input_shape=(64, 64, 3), classes=5, **SMALL)
+    rng = np.random.default_rng(0)
+    source.set_weights(
+        [w + rng.normal(0, 0.05, w.shape).astype(w.dtype) for w in source.get_weights()]
+    )
+    path = tmp_path / "classifier.weights.h5"
+    source.save_weights(path)
+    spec = weights_lib.WeightsSpec(
+        name="test_backbone_source",
+        url=path.as_uri(),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        architecture="lambda_resnet50",
+        input_size=64,
+        classes=5,
+    )
+    weights_lib.register_weights(spec)
+    yield source, spec
+    weights_lib.unregister_weights(spec.name)
+
+
+def test_loads_the_classifier_weights_without_its_head(classifier_weights):
+    source, spec = classifier_weights
+    backbone = zoo.LambdaResNetBackbone(50, weights=spec.name, **SMALL)
+    assert backbone.input.shape == (None, None, None, 3)
+    x = _images(64, 64, seed=3)
+    expected = keras.Model(source.input, source.get_layer("c3_block4_out").output)(x)
+    np.testing.assert_allclose(backbone(x)["P3"].numpy(), expected.numpy(), atol=1e-5)
+    expected = keras.Model(source.input, source.get_layer("features").output)(x)
+    np.testing.assert_allclose(backbone(x)["P5"].numpy(), expected.numpy(), atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"depth": 34}, "`depth` must be one of 50, 101"),
+        ({"depth": True}, "`depth`"),
+        ({"batch_norm": "sync"}, "`batch_norm` must be one of 'standard'"),
+        ({"input_shape": (100, 96, 3)}, "multiples of 32"),
+        ({"input_shape": (224, 224)}, "`input_shape` must be"),
+        ({"c4": "yes"}, "`c4` must be True or False"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        zoo.LambdaResNetBackbone(**{**SMALL, **kwargs})
+
+
+def test_image_not_divisible_by_32_is_refused_before_tracing():
+    model = zoo.ResNetRSBackbone(50, se=False, **SMALL)
+    with pytest.raises(ValueError, match=r"multiples of 32.*\(1, 50, 64, 3\)") as info:
+        model(np.zeros((1, 50, 64, 3), "float32"))
+    assert "Arguments received" not in str(info.value)
