@@ -144,3 +144,16 @@ def test_image_not_divisible_by_32_is_refused_before_tracing():
     with pytest.raises(ValueError, match=r"multiples of 32.*\(1, 50, 64, 3\)") as info:
         model(np.zeros((1, 50, 64, 3), "float32"))
     assert "Arguments received" not in str(info.value)
+
+
+def test_plugs_into_keras_hub_retinanet():
+    """keras-hub is not a dependency (it installs beside TF 2.21 with tensorflow-text and the
+    full ``tensorflow`` wheel): ``pip install keras-hub`` to run this check."""
+    keras_hub = pytest.importorskip("keras_hub")
+    encoder = zoo.LambdaResNetBackbone(50, **SMALL)
+    detector_backbone = keras_hub.models.RetinaNetBackbone(
+        image_encoder=encoder, min_level=3, max_level=7, use_p5=False
+    )
+    out = detector_backbone(_images(128, 128))
+    assert sorted(out) == ["P3", "P4", "P5", "P6", "P7"]
+    assert out["P3"].shape[1:3] == (16, 16) and out["P7"].shape[1:3] == (1, 1)

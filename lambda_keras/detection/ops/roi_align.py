@@ -111,7 +111,14 @@ def multilevel_roi_align(
         ``[batch, num_boxes, out_h, out_w, channels]``.
     """
     levels = _pyramid_levels(features)
-    maps = [features[f"P{level}"] for level in levels]
+    maps = [tf.convert_to_tensor(features[f"P{level}"]) for level in levels]
+    channels = {m.shape[-1] for m in maps}
+    if len(channels) > 1:
+        received = {key: features[key].shape[-1] for key in sorted(features)}
+        raise ValueError(
+            "`features` must have the same number of channels on every level (an FPN's "
+            f"outputs); received {received}."
+        )
     shapes = [tf.shape(m) for m in maps]
     flat = tf.concat(
         [tf.reshape(m, [s[0], s[1] * s[2], s[3]]) for m, s in zip(maps, shapes, strict=True)], 1

@@ -104,5 +104,9 @@ def test_bad_arguments_are_named():
         ops.roi_align(features, np.zeros((1, 1, 4)), 0)
     with pytest.raises(ValueError, match="consecutive levels"):
         ops.multilevel_roi_align({"P2": features, "P4": features}, np.zeros((1, 1, 4)))
+    with pytest.raises(ValueError, match="same number of channels"):
+        ops.multilevel_roi_align(
+            {"P2": features, "P3": np.zeros((1, 2, 2, 3), "float32")}, np.zeros((1, 1, 4))
+        )
     with pytest.raises(ValueError, match="'P<level>'"):
         ops.multilevel_roi_align({"p2": features}, np.zeros((1, 1, 4)))
