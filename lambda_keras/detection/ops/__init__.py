@@ -1,4 +1,4 @@
-"""Detection ops others reuse, each tested alone: boxes, ROIAlign, NMS, masks.
+"""Detection ops others reuse, each tested alone: boxes, anchors, ROIAlign, NMS, masks.
 
 Box convention: ``(y1, x1, y2, x2)`` in absolute image pixels, an edge at 0 being the image's
 top/left edge (:mod:`.boxes`); ROIAlign's half-pixel rule is in :mod:`.roi_align`. TensorFlow
@@ -6,6 +6,11 @@ ops (gathers and ``tf.image`` NMS with static output sizes), usable inside Keras
 ``tf.distribute`` and with ``jit_compile=True``.
 """
 
+from lambda_keras.detection.ops.anchors import (
+    DEFAULT_ASPECT_RATIOS,
+    DEFAULT_SIZES,
+    pyramid_anchors,
+)
 from lambda_keras.detection.ops.boxes import (
     BBOX_DELTA_CLIP,
     box_area,
@@ -26,6 +31,8 @@ from lambda_keras.detection.ops.roi_align import (
 
 __all__ = [
     "BBOX_DELTA_CLIP",
+    "DEFAULT_ASPECT_RATIOS",
+    "DEFAULT_SIZES",
     "assign_pyramid_levels",
     "batched_nms",
     "box_area",
@@ -38,6 +45,7 @@ __all__ = [
     "multilevel_roi_align",
     "nms",
     "paste_masks",
+    "pyramid_anchors",
     "roi_align",
     "to_coco",
 ]
