@@ -1,10 +1,14 @@
-"""Detection with LambdaResNet backbones (paper Table 14).
+"""Mask R-CNN with LambdaResNet backbones (paper Table 14).
 
-* :mod:`lambda_keras.detection.ops`: boxes, ROIAlign, NMS, mask pasting.
-* Pyramid backbones: :class:`lambda_keras.zoo.LambdaResNetBackbone`,
-  :class:`lambda_keras.zoo.ResNetRSBackbone`.
+* :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
+  (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`).
+* :mod:`lambda_keras.detection.ops`: boxes, anchors, ROIAlign, NMS, mask pasting.
+* :mod:`lambda_keras.detection.targets`: training targets with static shapes.
 """
 
-from lambda_keras.detection import ops
+from lambda_keras.detection import ops, targets
+from lambda_keras.detection.fpn import FeaturePyramid
+from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
+from lambda_keras.detection.mask_rcnn import MaskRCNN
 
-__all__ = ["ops"]
+__all__ = ["BoxHead", "FeaturePyramid", "MaskHead", "MaskRCNN", "RPNHead", "ops", "targets"]

@@ -1,0 +1,64 @@
+"""Feature pyramid network (Lin et al., 2017) as used by Mask R-CNN: P2-P5 from a backbone's
+stages, P6 by subsampling P5."""
+
+from __future__ import annotations
+
+import keras
+
+from lambda_keras import _validation as v
+from lambda_keras.zoo.resnet_blocks import conv_init
+
+__all__ = ["FeaturePyramid"]
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class FeaturePyramid(keras.layers.Layer):
+    """Lateral 1x1 convolutions, a top-down path (nearest 2x upsampling, sum), a 3x3
+    convolution on each level, and P6 = 1x1 max-pool of stride 2 of P5 (for the RPN).
+
+    Call: ``{"P2": [b, h/4, w/4, c2], ..., "P5": [b, h/32, w/32, c5]}`` ->
+    ``{"P2": [b, h/4, w/4, channels], ..., "P6": [b, h/64, w/64, channels]}``.
+    """
+
+    LEVELS = ("P2", "P3", "P4", "P5")
+
+    def __init__(self, channels: int = 256, **kwargs):
+        super().__init__(**kwargs)
+        self.channels = v.positive_int("channels", channels)
+        self.lateral = {
+            level: keras.layers.Conv2D(
+                channels, 1, kernel_initializer=conv_init(), name=f"lateral_{level}"
+            )
+            for level in self.LEVELS
+        }
+        self.output_convs = {
+            level: keras.layers.Conv2D(
+                channels, 3, padding="same", kernel_initializer=conv_init(), name=f"output_{level}"
+            )
+            for level in self.LEVELS
+        }
+
+    def build(self, input_shape):
+        missing = [level for level in self.LEVELS if level not in input_shape]
+        if missing:
+            raise ValueError(
+                f"FeaturePyramid needs the levels {list(self.LEVELS)}; missing {missing}."
+            )
+        for level in self.LEVELS:
+            self.lateral[level].build(input_shape[level])
+            self.output_convs[level].build((*input_shape[level][:-1], self.channels))
+
+    def call(self, features):
+        outputs = {}
+        top_down = None
+        for level in reversed(self.LEVELS):
+            lateral = self.lateral[level](features[level])
+            if top_down is not None:
+                lateral = lateral + keras.ops.repeat(keras.ops.repeat(top_down, 2, 1), 2, 2)
+            top_down = lateral
+            outputs[level] = self.output_convs[level](lateral)
+        outputs["P6"] = outputs["P5"][:, ::2, ::2, :]
+        return {level: outputs[level] for level in (*self.LEVELS, "P6")}
+
+    def get_config(self):
+        return {**super().get_config(), "channels": self.channels}

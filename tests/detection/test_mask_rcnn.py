@@ -1,0 +1,99 @@
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.detection import MaskRCNN
+from tests.detection.tiny import synthetic_batch, tiny_backbone
+
+TINY_HEADS = {
+    "fpn_channels": 16,
+    "rpn_top_k": (100, 50, 50, 40),
+    "rois_per_image": 32,
+    "box_head_units": 32,
+    "mask_head_channels": 8,
+    "max_detections": 10,
+}
+
+
+def _model(backbone=None, **kwargs):
+    return MaskRCNN(backbone or tiny_backbone(), num_classes=3, **{**TINY_HEADS, **kwargs})
+
+
+def _check_detections(out, batch, size):
+    assert out["boxes"].shape == (batch, 10, 4) and out["masks"].shape == (batch, 10, 28, 28)
+    valid = np.asarray(out["valid"])
+    boxes = np.asarray(out["boxes"])
+    assert ((boxes >= 0) & (boxes <= size)).all()
+    assert (np.asarray(out["classes"])[~valid] == -1).all()
+    assert (np.asarray(out["classes"])[valid] < 3).all()
+    assert np.isfinite(np.asarray(out["masks"])).all()
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_fit_step_and_predict(jit_compile):
+    model = _model()
+    model.compile(optimizer=keras.optimizers.SGD(0.01), jit_compile=jit_compile)
+    images, targets = synthetic_batch()
+    history = model.fit(images, targets, batch_size=2, epochs=1, verbose=0).history
+    assert set(history) == {
+        "loss",
+        "rpn_objectness_loss",
+        "rpn_box_loss",
+        "classification_loss",
+        "box_loss",
+        "mask_loss",
+    }
+    assert all(np.isfinite(v[0]) for v in history.values())
+    _check_detections(model.predict(images, verbose=0), 2, 64)
+
+
+def test_losses_fall_on_a_repeated_batch():
+    keras.utils.set_random_seed(0)
+    model = _model()
+    model.compile(optimizer=keras.optimizers.Adam(1e-3))
+    images, targets = synthetic_batch()
+    losses = model.fit(images, targets, batch_size=2, epochs=15, verbose=0).history["loss"]
+    assert losses[-1] < 0.6 * losses[0], losses
+
+
+def test_images_without_objects_and_degenerate_boxes_give_finite_losses():
+    model = _model()
+    images, targets = synthetic_batch()
+    targets["classes"][0] = -1  # image 0: no objects
+    targets["boxes"][1, 1] = [10.0, 10.0, 30.0, 10.0]  # zero width
+    losses = model.compute_losses(images, targets)
+    assert all(np.isfinite(float(v)) for v in losses.values()), losses
+
+
+def test_lambda_resnet_backbone_and_saving(tmp_path):
+    backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
+    model = _model(backbone)
+    images, _ = synthetic_batch(batch=1)
+    expected = model(images)
+    model.save(tmp_path / "mask_rcnn.keras")
+    loaded = keras.saving.load_model(tmp_path / "mask_rcnn.keras")
+    got = loaded(images)
+    for key in ("boxes", "scores", "masks"):
+        np.testing.assert_allclose(np.asarray(got[key]), np.asarray(expected[key]), atol=1e-4)
+    _check_detections(got, 1, 64)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"num_classes": 0}, "`num_classes` must be a positive integer"),
+        ({"rpn_top_k": (1, 2)}, "`rpn_top_k` must hold 4"),
+        ({"score_threshold": 2.0}, "`score_threshold`"),
+        ({"backbone": "resnet50"}, "`backbone` must be a keras.Model"),
+    ],
+)
+def test_bad_arguments(kwargs, match):
+    arguments = {"backbone": tiny_backbone(), "num_classes": 3, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        MaskRCNN(**arguments)
+
+
+def test_image_size_not_multiple_of_64():
+    with pytest.raises(ValueError, match=r"multiples of 64.*\(1, 96, 64, 3\)"):
+        _model()(np.zeros((1, 96, 64, 3), "float32"))

@@ -1,0 +1,32 @@
+"""A tiny pyramid backbone and synthetic padded ground truth for fast detection tests."""
+
+import keras
+import numpy as np
+
+
+def tiny_backbone(channels: int = 8) -> keras.Model:
+    """Four strided conv stages: ``{"P2": stride 4, ..., "P5": stride 32}``."""
+    images = keras.Input((None, None, 3))
+    x = keras.layers.Conv2D(channels, 3, strides=4, padding="same", activation="relu")(images)
+    outputs = {"P2": x}
+    for level in (3, 4, 5):
+        x = keras.layers.Conv2D(channels, 3, strides=2, padding="same", activation="relu")(x)
+        outputs[f"P{level}"] = x
+    return keras.Model(images, outputs)
+
+
+def synthetic_batch(batch=2, size=64, max_instances=4, mask_size=16, num_classes=3, seed=0):
+    """Images with up to 2 boxes each (the rest padding, class -1), masks in box frames."""
+    rng = np.random.default_rng(seed)
+    images = rng.uniform(0, 255, (batch, size, size, 3)).astype("float32")
+    boxes = np.zeros((batch, max_instances, 4), "float32")
+    classes = -np.ones((batch, max_instances), "int32")
+    masks = np.zeros((batch, max_instances, mask_size, mask_size), "float32")
+    for i in range(batch):
+        for g in range(2):
+            y, x = rng.uniform(0, size / 2, 2)
+            h, w = rng.uniform(12, size / 2, 2)
+            boxes[i, g] = [y, x, y + h, x + w]
+            classes[i, g] = rng.integers(0, num_classes)
+            masks[i, g, 2:-2, 2:-2] = 1.0
+    return images, {"boxes": boxes, "classes": classes, "masks": masks}
