@@ -30,6 +30,8 @@ setup(
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
         # Reading timm's .safetensors checkpoints (convert_timm) without PyTorch.
         "timm": ["safetensors>=0.4"],
+        # COCO-format data and COCOeval for lambda_keras.detection.
+        "detection": ["pycocotools>=2.0.7"],
         # Running the notebooks in notebooks/ (Jupyter or nbclient).
         "notebooks": ["matplotlib>=3.7", "ipykernel>=6", "nbclient>=0.9", "scikit-learn>=1.3"],
         "test": [
@@ -43,6 +45,7 @@ setup(
             "matplotlib>=3.7",
             "ipykernel>=6",
             "nbclient>=0.9",
+            "pycocotools>=2.0.7",
         ],
     },
     classifiers=[

@@ -10,5 +10,15 @@ from lambda_keras.detection import ops, targets
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
 from lambda_keras.detection.mask_rcnn import MaskRCNN
+from lambda_keras.detection.schedules import WarmupStepDecay
 
-__all__ = ["BoxHead", "FeaturePyramid", "MaskHead", "MaskRCNN", "RPNHead", "ops", "targets"]
+__all__ = [
+    "BoxHead",
+    "FeaturePyramid",
+    "MaskHead",
+    "MaskRCNN",
+    "RPNHead",
+    "WarmupStepDecay",
+    "ops",
+    "targets",
+]

@@ -8,7 +8,9 @@ proposal, RoI and detection sets, padded NMS), so the training step compiles wit
   ImageNet mean and standard deviation), height and width multiples of 64 and known when the
   model is traced (the anchors are built for them).
 * Targets: ``{"boxes": [b, G, 4], "classes": [b, G] int32, "masks": [b, G, M, M]}``, see
-  :mod:`lambda_keras.detection.targets` (``-1`` classes pad; masks in their boxes' frames).
+  :mod:`lambda_keras.detection.targets` (``-1`` classes pad; masks in their boxes' frames),
+  optionally ``"mask_boxes": [b, G, 4]``, the frames of the masks when they differ from the
+  boxes (a box clipped by a crop; :func:`lambda_keras.detection.coco.make_dataset` gives them).
 * Outputs: ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] (-1 padding),
   "masks": [b, D, 28, 28] probabilities inside each box, "valid": [b, D]}`` in the input
   image's pixels; :func:`lambda_keras.detection.ops.paste_masks` puts masks into the image.

@@ -27,15 +27,6 @@ def _matches(candidates, gt_boxes, gt_valid):
     return tf.reduce_max(iou, -1), tf.argmax(iou, -1, output_type=tf.int32), iou
 
 
-def _sample(keys_mask, count):
-    """Per image, a random subset of at most ``count`` of the True entries of ``keys_mask``
-    (``[b, n]``): returns the ``[b, n]`` bool selection."""
-    keys = tf.where(keys_mask, tf.random.uniform(tf.shape(keys_mask)), -1.0)
-    k = tf.minimum(count, tf.shape(keys)[1])
-    threshold = tf.math.top_k(keys, k).values[:, -1:]
-    return keys_mask & (keys >= threshold)
-
-
 def rpn_targets(
     anchors: tf.Tensor,
     gt_boxes: tf.Tensor,
@@ -72,9 +63,9 @@ def rpn_targets(
     positive = (best >= positive_iou) | low_quality
     negative = (best < negative_iou) & ~positive
     num_positive = int(batch_size_per_image * positive_fraction)
-    positive = _sample(positive, num_positive)
+    positive = _sample(positive, tf.fill([batch], num_positive), num_positive)
     remaining = batch_size_per_image - tf.reduce_sum(tf.cast(positive, tf.int32), 1)
-    negative = _sample_upto(negative, remaining, batch_size_per_image)
+    negative = _sample(negative, remaining, batch_size_per_image)
     matched = tf.gather(gt_boxes, index, batch_dims=1)
     deltas = ops.encode_boxes(_nonempty(matched), _nonempty(anchors))
     return (
@@ -84,10 +75,11 @@ def rpn_targets(
     )
 
 
-def _sample_upto(mask, counts, max_count):
-    """As :func:`_sample` with a per-image count ``counts`` ``[b]`` (at most ``max_count``)."""
+def _sample(mask, counts, max_count: int):
+    """Per image, a random subset of at most ``counts`` (``[b]``, each <= ``max_count``) of the
+    True entries of ``mask`` (``[b, n]``): returns the ``[b, n]`` bool selection."""
     keys = tf.where(mask, tf.random.uniform(tf.shape(mask)), -1.0)
-    k = tf.minimum(max_count, tf.shape(keys)[1])
+    k = min(max_count, int(mask.shape[1]))
     top = tf.math.top_k(keys, k).values  # [b, k], descending
     position = tf.clip_by_value(counts - 1, 0, k - 1)
     threshold = tf.gather(top, position[:, None], batch_dims=1)

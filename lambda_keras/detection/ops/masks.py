@@ -21,7 +21,7 @@ from lambda_keras.detection.ops.roi_align import _roi_align_flat
 __all__ = ["crop_masks", "paste_masks"]
 
 
-def _interpolation_matrix(start, end, image_size: int, mask_size: int) -> tf.Tensor:
+def _interpolation_matrix(start, end, image_size, mask_size: int) -> tf.Tensor:
     """``[n, image_size, mask_size]``: weight of mask cell ``k`` at image pixel ``i`` along one
     axis, for boxes spanning ``[start, end)`` (``[n]``) along it."""
     centres = tf.range(image_size, dtype=tf.float32) + 0.5  # [I]
@@ -41,7 +41,7 @@ def paste_masks(
     Args:
         masks: ``[n, M, M]`` (or ``[n, M_h, M_w]``) mask probabilities in box coordinates.
         boxes: ``[n, 4]`` boxes ``(y1, x1, y2, x2)`` in image pixels.
-        image_shape: ``(height, width)`` of the image, Python ints.
+        image_shape: ``(height, width)`` of the image (Python ints, or an int32 tensor).
         threshold: Pixels with probability ``>= threshold`` are True; None returns the
             interpolated probabilities.
 
@@ -49,8 +49,10 @@ def paste_masks(
         ``[n, height, width]``: bool masks, or float32 probabilities with ``threshold=None``.
         A box of zero height or width pastes an empty mask.
     """
-    height = v.positive_int("image_shape[0]", image_shape[0])
-    width = v.positive_int("image_shape[1]", image_shape[1])
+    height, width = image_shape[0], image_shape[1]
+    if not tf.is_tensor(image_shape):
+        height = v.positive_int("image_shape[0]", height)
+        width = v.positive_int("image_shape[1]", width)
     masks = tf.convert_to_tensor(masks, tf.float32)
     boxes = tf.convert_to_tensor(boxes, tf.float32)
     rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1])

@@ -1,0 +1,303 @@
+"""COCO-format data for Mask R-CNN: an annotations JSON and an image folder -> ``tf.data``.
+
+Rules (each applied before anything is traced, with the file and annotation id named):
+
+* Category ids are mapped to contiguous labels ``0..C-1`` in increasing id order
+  (:attr:`CocoSource.category_ids` maps back). An annotation whose ``category_id`` is not in
+  ``categories`` is an error.
+* ``iscrowd`` regions are not trained on (a missing ``iscrowd`` means 0); they stay in the JSON
+  for ``COCOeval``, which ignores detections on them.
+* Boxes come from ``bbox`` (``[x, y, width, height]``, clipped to the image); an annotation whose
+  clipped box is narrower or lower than 1 pixel, or whose mask is empty, is skipped and
+  counted (``CocoSource.skipped``). Missing ``area`` is not needed.
+* Segmentations: polygons (clipped to the image) or RLE, decoded with pycocotools; an
+  annotation without one trains its box with a box-shaped mask.
+* Images without (usable) objects are kept: they teach the background.
+* Greyscale and RGBA images are read as RGB. More than ``max_instances`` objects in one image is
+  an error that names the image (COCO has at most 93).
+
+Each image is resized so that its longer side is ``image_size`` (times a random scale in
+``scale_range`` when training: large-scale jitter, App. F.3), randomly cropped (training) and
+padded to ``image_size x image_size``; training also flips horizontally. Masks travel in their
+boxes' frames (``mask_size x mask_size``), so scaling and cropping never resample them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from lambda_keras import _validation as v
+from lambda_keras.detection import ops
+
+__all__ = ["CocoSource", "load_coco", "make_dataset"]
+
+
+@dataclasses.dataclass
+class CocoSource:
+    """A validated COCO-format data set.
+
+    Attributes:
+        annotations_file, image_folder: Where it lives.
+        coco: The ``pycocotools.coco.COCO`` index (for evaluation).
+        category_ids: Label -> COCO category id.
+        class_names: Label -> category name.
+        image_ids: Every image id, in file order.
+        skipped: Annotation ids left out of training (degenerate box or empty mask).
+    """
+
+    annotations_file: Path
+    image_folder: Path
+    coco: object
+    category_ids: tuple[int, ...]
+    class_names: tuple[str, ...]
+    image_ids: tuple[int, ...]
+    skipped: tuple[int, ...] = ()
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.category_ids)
+
+
+def load_coco(annotations_file: str | Path, image_folder: str | Path) -> CocoSource:
+    """Read and check a COCO-format annotations file and its image folder."""
+    from pycocotools.coco import COCO  # the [detection] extra
+
+    annotations_file, image_folder = Path(annotations_file), Path(image_folder)
+    if not annotations_file.is_file():
+        raise FileNotFoundError(f"Annotations file not found: {annotations_file}")
+    if not image_folder.is_dir():
+        raise FileNotFoundError(f"Image folder not found: {image_folder}")
+    try:
+        data = json.loads(annotations_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{annotations_file} is not valid JSON: {err}") from err
+    _check_structure(data, annotations_file, image_folder)
+    coco = COCO()
+    coco.dataset = data
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its progress
+        coco.createIndex()
+    category_ids = tuple(sorted(c["id"] for c in data["categories"]))
+    names = {c["id"]: c.get("name", str(c["id"])) for c in data["categories"]}
+    return CocoSource(
+        annotations_file=annotations_file,
+        image_folder=image_folder,
+        coco=coco,
+        category_ids=category_ids,
+        class_names=tuple(names[i] for i in category_ids),
+        image_ids=tuple(image["id"] for image in data["images"]),
+    )
+
+
+def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
+    if not isinstance(data, dict) or not all(k in data for k in ("images", "categories")):
+        raise ValueError(
+            f"{annotations_file} is not a COCO annotations file: it needs 'images' and "
+            "'categories' lists (and 'annotations')."
+        )
+    data.setdefault("annotations", [])
+    if not data["categories"]:
+        raise ValueError(f"{annotations_file} has no categories.")
+    known = {c["id"] for c in data["categories"]}
+    images = {image["id"]: image for image in data["images"]}
+    for image in data["images"]:
+        if not (image_folder / image["file_name"]).is_file():
+            raise FileNotFoundError(
+                f"{annotations_file}: image {image['id']} names {image['file_name']!r}, which "
+                f"is not in {image_folder}."
+            )
+    for ann in data["annotations"]:
+        if ann.get("category_id") not in known:
+            raise ValueError(
+                f"{annotations_file}: annotation {ann.get('id')} has category_id "
+                f"{ann.get('category_id')!r}, which is not among the categories "
+                f"{sorted(known)}."
+            )
+        if ann.get("image_id") not in images:
+            raise ValueError(
+                f"{annotations_file}: annotation {ann.get('id')} refers to image "
+                f"{ann.get('image_id')!r}, which is not in 'images'."
+            )
+        if not isinstance(ann.get("bbox"), (list, tuple)) or len(ann["bbox"]) != 4:
+            raise ValueError(
+                f"{annotations_file}: annotation {ann.get('id')} has no valid 'bbox' "
+                f"([x, y, width, height]); received {ann.get('bbox')!r}."
+            )
+        ann.setdefault("iscrowd", 0)
+        ann.setdefault("area", float(max(ann["bbox"][2], 0) * max(ann["bbox"][3], 0)))
+
+
+def _instances(source: CocoSource, image_id: int, mask_size: int, max_instances: int):
+    """Boxes ``[n, 4]`` (yxyx), labels ``[n]`` and box-frame masks ``[n, m, m]`` of one image."""
+    coco = source.coco
+    info = coco.imgs[image_id]
+    height, width = info["height"], info["width"]
+    label_of = {cid: i for i, cid in enumerate(source.category_ids)}
+    boxes, labels, masks, skipped = [], [], [], []
+    for ann in coco.imgToAnns.get(image_id, []):
+        if ann.get("iscrowd", 0):
+            continue
+        x, y, w, h = ann["bbox"]
+        box = [max(y, 0.0), max(x, 0.0), min(y + h, height), min(x + w, width)]
+        mask = _mask(coco, ann, box, height, width)
+        if box[2] - box[0] < 1 or box[3] - box[1] < 1 or not mask.any():
+            skipped.append(ann["id"])
+            continue
+        boxes.append(box)
+        labels.append(label_of[ann["category_id"]])
+        masks.append(mask)
+    if len(boxes) > max_instances:
+        raise ValueError(
+            f"{source.annotations_file}: image {image_id} ({info['file_name']}) has "
+            f"{len(boxes)} objects, more than max_instances={max_instances}."
+        )
+    if not boxes:
+        empty = np.zeros((0, mask_size, mask_size), np.float32)
+        return np.zeros((0, 4), np.float32), np.zeros((0,), np.int32), empty, skipped
+    boxes = np.asarray(boxes, np.float32)
+    framed = ops.crop_masks(
+        np.stack(masks)[None].astype(np.float32),
+        boxes[None],
+        np.arange(len(boxes))[None],
+        mask_size=mask_size,
+    )[0].numpy()
+    return boxes, np.asarray(labels, np.int32), framed, skipped
+
+
+def _mask(coco, ann, box, height: int, width: int) -> np.ndarray:
+    segmentation = ann.get("segmentation")
+    if segmentation:
+        if isinstance(segmentation, list):  # polygons: clip to the image
+            segmentation = [
+                np.clip(np.asarray(p, float), 0, [width, height] * (len(p) // 2)).tolist()
+                for p in segmentation
+                if len(p) >= 6
+            ]
+            if not segmentation:
+                return np.zeros((height, width), bool)
+        return coco.annToMask({**ann, "segmentation": segmentation}).astype(bool)
+    mask = np.zeros((height, width), bool)
+    y1, x1, y2, x2 = (int(round(c)) for c in box)
+    mask[y1:y2, x1:x2] = True
+    return mask
+
+
+def make_dataset(
+    source: CocoSource,
+    *,
+    image_size: int,
+    batch_size: int,
+    training: bool,
+    max_instances: int = 100,
+    mask_size: int = 56,
+    scale_range: tuple[float, float] = (0.1, 2.0),
+    seed: int | None = None,
+) -> tf.data.Dataset:
+    """Batches ``(images, targets)`` for ``MaskRCNN.fit``, or, with ``training=False``,
+    ``(images, info)`` with ``info = {"image_id", "scale", "height", "width"}`` for evaluation.
+
+    ``images``: ``[batch, image_size, image_size, 3]`` float32 in ``[0, 255]``; ``targets``:
+    ``{"boxes", "classes", "masks", "mask_boxes"}`` padded to ``max_instances``.
+    """
+    image_size = v.positive_int("image_size", image_size)
+    if image_size % 64:
+        raise ValueError(f"`image_size` must be a multiple of 64; received {image_size}.")
+    batch_size = v.positive_int("batch_size", batch_size)
+    records, skipped = [], []
+    for image_id in source.image_ids:
+        boxes, labels, masks, dropped = _instances(source, image_id, mask_size, max_instances)
+        skipped.extend(dropped)
+        records.append((image_id, boxes, labels, masks))
+    source.skipped = tuple(skipped)
+    folder = source.image_folder
+
+    def generate():
+        for image_id, boxes, labels, masks in records:
+            path = str(folder / source.coco.imgs[image_id]["file_name"])
+            yield path, image_id, boxes, labels, masks
+
+    signature = (
+        tf.TensorSpec((), tf.string),
+        tf.TensorSpec((), tf.int64),
+        tf.TensorSpec((None, 4), tf.float32),
+        tf.TensorSpec((None,), tf.int32),
+        tf.TensorSpec((None, mask_size, mask_size), tf.float32),
+    )
+    data = tf.data.Dataset.from_generator(generate, output_signature=signature)
+    if training:
+        data = data.cache().shuffle(len(records), seed=seed).repeat()
+    prepare = _Prepare(image_size, max_instances, training, scale_range)
+    data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+    return data.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
+
+
+@dataclasses.dataclass
+class _Prepare:
+    image_size: int
+    max_instances: int
+    training: bool
+    scale_range: tuple[float, float]
+
+    def __call__(self, path, image_id, boxes, labels, masks):
+        image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
+        image = tf.cast(image, tf.float32)
+        shape = tf.cast(tf.shape(image)[:2], tf.float32)
+        scale = self.image_size / tf.reduce_max(shape)
+        if self.training:
+            scale *= tf.random.uniform((), *self.scale_range)
+        size = tf.maximum(tf.cast(tf.round(shape * scale), tf.int32), 1)
+        image = tf.image.resize(image, size)
+        frames = boxes * scale
+        offset = tf.zeros(2)
+        if self.training:
+            room = tf.maximum(tf.cast(size, tf.float32) - self.image_size, 0.0)
+            offset = tf.floor(tf.random.uniform((2,)) * (room + 1))
+            start = tf.cast(offset, tf.int32)
+            image = image[
+                start[0] : start[0] + self.image_size, start[1] : start[1] + self.image_size
+            ]
+            frames = frames - tf.tile(offset, [2])
+        image = tf.image.pad_to_bounding_box(image, 0, 0, self.image_size, self.image_size)
+        boxes = ops.clip_boxes(frames, (self.image_size, self.image_size))
+        if self.training:
+            image, boxes, frames, masks = _maybe_flip(image, boxes, frames, masks, self.image_size)
+        visible = (boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1)
+        labels = tf.where(visible, labels, -1)
+        if not self.training:
+            info = {"image_id": image_id, "scale": scale, "height": shape[0], "width": shape[1]}
+            return image, info
+        return image, self._pad(boxes, labels, masks, frames)
+
+    def _pad(self, boxes, labels, masks, frames):
+        n = tf.shape(labels)[0]
+        pad = self.max_instances - n
+
+        def padded(t, value=0):
+            rank = len(t.shape)
+            return tf.pad(t, [[0, pad]] + [[0, 0]] * (rank - 1), constant_values=value)
+
+        m = masks.shape[-1]
+        return {
+            "boxes": tf.ensure_shape(padded(boxes), (self.max_instances, 4)),
+            "classes": tf.ensure_shape(padded(labels, -1), (self.max_instances,)),
+            "masks": tf.ensure_shape(padded(masks), (self.max_instances, m, m)),
+            "mask_boxes": tf.ensure_shape(padded(frames), (self.max_instances, 4)),
+        }
+
+
+def _maybe_flip(image, boxes, frames, masks, width):
+    flip = tf.random.uniform(()) < 0.5
+
+    def flipped():
+        mirror = lambda b: tf.stack(  # noqa: E731
+            [b[:, 0], width - b[:, 3], b[:, 2], width - b[:, 1]], -1
+        )
+        return tf.reverse(image, [1]), mirror(boxes), mirror(frames), tf.reverse(masks, [2])
+
+    return tf.cond(flip, flipped, lambda: (image, boxes, frames, masks))

@@ -1,0 +1,107 @@
+"""COCO-format input: label mapping, the documented rules for awkward annotations, batches."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras.detection import coco
+
+
+def _write(tmp_path, annotations, images=None, categories=None, image_mode="RGB"):
+    folder = tmp_path / "images"
+    folder.mkdir(exist_ok=True)
+    channels = {"RGB": 3, "L": 1, "RGBA": 4}[image_mode]
+    images = images or [{"id": 1, "file_name": "a.png", "height": 64, "width": 96}]
+    for image in images:
+        pixels = np.full((image["height"], image["width"], channels), 120, np.uint8)
+        tf.io.write_file(str(folder / image["file_name"]), tf.io.encode_png(pixels))
+    data = {
+        "images": images,
+        "annotations": annotations,
+        "categories": categories or [{"id": 5, "name": "a"}, {"id": 9, "name": "b"}],
+    }
+    path = tmp_path / "annotations.json"
+    path.write_text(json.dumps(data))
+    return coco.load_coco(path, folder)
+
+
+def _box(ann_id, category, bbox, **extra):
+    return {"id": ann_id, "image_id": 1, "category_id": category, "bbox": bbox, **extra}
+
+
+def test_labels_are_contiguous_and_awkward_annotations_follow_the_rules(tmp_path):
+    polygon_outside = [[-10.0, -10.0, 40.0, -10.0, 40.0, 30.0, -10.0, 30.0]]
+    source = _write(
+        tmp_path,
+        [
+            _box(1, 9, [10, 10, 20, 20]),  # no segmentation, no area, no iscrowd: box mask
+            _box(2, 5, [-10, -10, 50, 40], segmentation=polygon_outside),  # clipped polygon
+            _box(3, 5, [30, 30, 0, 10]),  # zero width: skipped and counted
+            _box(
+                4,
+                9,
+                [0, 0, 96, 64],
+                iscrowd=1,
+                segmentation={"size": [64, 96], "counts": [0, 6144]},
+            ),
+        ],
+    )
+    assert source.category_ids == (5, 9) and source.class_names == ("a", "b")
+    data = coco.make_dataset(source, image_size=128, batch_size=1, training=True, max_instances=4)
+    images, targets = next(iter(data))
+    assert images.shape == (1, 128, 128, 3)
+    labels = targets["classes"].numpy()[0]
+    assert sorted(labels[labels >= 0].tolist()) == [0, 1]  # the crowd and the empty box are out
+    assert source.skipped == (3,)
+    assert np.isfinite(targets["masks"].numpy()).all()
+
+
+def test_image_without_objects_is_kept_and_evaluation_input(tmp_path):
+    source = _write(tmp_path, [])
+    training = coco.make_dataset(source, image_size=64, batch_size=1, training=True)
+    _, targets = next(iter(training))
+    assert (targets["classes"].numpy() == -1).all()
+    images, info = next(
+        iter(coco.make_dataset(source, image_size=128, batch_size=1, training=False))
+    )
+    assert images.shape == (1, 128, 128, 3)
+    assert float(info["scale"][0]) == pytest.approx(128 / 96)
+    assert int(info["image_id"][0]) == 1
+
+
+@pytest.mark.parametrize("mode", ["L", "RGBA"])
+def test_greyscale_and_rgba_images_are_read_as_rgb(tmp_path, mode):
+    source = _write(tmp_path, [_box(1, 5, [1, 1, 10, 10])], image_mode=mode)
+    images, _ = next(iter(coco.make_dataset(source, image_size=64, batch_size=1, training=False)))
+    assert images.shape[-1] == 3
+
+
+@pytest.mark.parametrize(
+    "annotations, match",
+    [
+        ([_box(7, 4, [1, 1, 5, 5])], "annotation 7 has category_id 4"),
+        ([{**_box(8, 5, [1, 1, 5, 5]), "image_id": 3}], "annotation 8 refers to image 3"),
+        ([_box(9, 5, [1, 1, 5])], "annotation 9 has no valid 'bbox'"),
+    ],
+)
+def test_bad_annotations_name_the_annotation(tmp_path, annotations, match):
+    with pytest.raises(ValueError, match=match):
+        _write(tmp_path, annotations)
+
+
+def test_too_many_objects_and_missing_files(tmp_path):
+    source = _write(tmp_path, [_box(i, 5, [i, i, 5, 5]) for i in range(1, 5)])
+    with pytest.raises(
+        ValueError, match=r"image 1 \(a.png\) has 4 objects, more than max_instances=3"
+    ):
+        coco.make_dataset(source, image_size=64, batch_size=1, training=True, max_instances=3)
+    with pytest.raises(FileNotFoundError, match="Annotations file not found"):
+        coco.load_coco(tmp_path / "missing.json", tmp_path)
+    (tmp_path / "images" / "a.png").unlink()
+    with pytest.raises(FileNotFoundError, match="names 'a.png', which is not in"):
+        coco.load_coco(tmp_path / "annotations.json", tmp_path / "images")
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        coco.load_coco(tmp_path / "broken.json", tmp_path / "images")
