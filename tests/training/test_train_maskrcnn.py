@@ -3,6 +3,7 @@
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,19 @@ def test_bad_flags_and_data_are_one_line(tmp_path):
     assert "go together" in result.stderr.strip().splitlines()[-1]
     result = run("eval_maskrcnn.py", f"--model_path={tmp_path / 'none.keras'}", timeout=120)
     assert result.returncode == 2 and "no such file" in result.stderr
+
+
+@pytest.mark.slow
+def test_default_shapes_run_reaches_the_readme_accuracy(tmp_path):
+    """The README's default command (about 18 minutes on 2 cores)."""
+    result = run(
+        "train_maskrcnn.py",
+        f"--model_dir={tmp_path / 'run'}",
+        f"--shapes_dir={tmp_path / 'data'}",
+        "--noexport",
+        timeout=3600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = re.search(r"box AP ([\d.]+), mask AP ([\d.]+) ", result.stdout)
+    assert found, result.stdout[-2000:]
+    assert float(found[1]) >= 0.5 and float(found[2]) >= 0.4, found[0]
