@@ -97,3 +97,16 @@ def test_bad_arguments(kwargs, match):
 def test_image_size_not_multiple_of_64():
     with pytest.raises(ValueError, match=r"multiples of 64.*\(1, 96, 64, 3\)"):
         _model()(np.zeros((1, 96, 64, 3), "float32"))
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains_and_detects_in_float32(policy):
+    keras.config.set_dtype_policy(policy)
+    model = _model()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    images, targets = synthetic_batch()
+    history = model.fit(images, targets, batch_size=2, epochs=1, verbose=0).history
+    assert all(np.isfinite(v[0]) for v in history.values()), history
+    out = model.predict(images, verbose=0)
+    assert out["boxes"].dtype == np.float32 and out["masks"].dtype == np.float32
+    _check_detections(out, 2, 64)
