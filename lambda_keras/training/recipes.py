@@ -22,6 +22,7 @@ import dataclasses
 import keras
 
 from lambda_keras.layers import LambdaLayer
+from lambda_keras.layers.model_layers import all_layers
 from lambda_keras.zoo.registry import ModelInfo
 
 __all__ = ["RECIPES", "Recipe", "all_layers"]
@@ -118,17 +119,6 @@ def capped_decay(decay: float, total_steps: int) -> float:
     if decay <= 0 or total_steps * (1.0 - decay) >= 1.0 - 1e-9:
         return decay
     return min(decay, max(0.0, 1.0 - 10.0 / max(total_steps, 1)))
-
-
-def all_layers(model):
-    """Every layer of a functional model, nested models and lambda layers' norms included."""
-    for layer in model.layers:
-        if isinstance(layer, keras.Model):
-            yield from all_layers(layer)
-            continue
-        yield layer
-        if isinstance(layer, LambdaLayer):
-            yield from (n for n in (layer.query_norm, layer.value_norm) if n is not None)
 
 
 RECIPES = {

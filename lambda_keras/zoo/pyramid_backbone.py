@@ -27,6 +27,7 @@ from __future__ import annotations
 import keras
 
 from lambda_keras import _validation as v
+from lambda_keras.layers.model_layers import all_layers
 from lambda_keras.zoo import _common
 from lambda_keras.zoo.resnet_blocks import LambdaConfig
 from lambda_keras.zoo.resnet_rs import DEPTHS, SPECS, build_family_model
@@ -155,7 +156,7 @@ def _check_image_size(shape, name: str = "images") -> None:
 
 def _apply_batch_norm_mode(model: keras.Model, mode: str) -> None:
     """Every batch norm of ``model``, the lambda layers' included, in ``mode``."""
-    for layer in model._flatten_layers(include_self=False, recursive=True):
+    for layer in all_layers(model):
         if not isinstance(layer, keras.layers.BatchNormalization):
             continue
         if mode == "synchronized":
