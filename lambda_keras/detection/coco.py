@@ -211,10 +211,15 @@ def make_dataset(
     batch_size = v.positive_int("batch_size", batch_size)
     records, skipped = [], []
     for image_id in source.image_ids:
-        boxes, labels, masks, dropped = _instances(source, image_id, mask_size, max_instances)
-        skipped.extend(dropped)
+        if training:
+            boxes, labels, masks, dropped = _instances(source, image_id, mask_size, max_instances)
+            skipped.extend(dropped)
+        else:  # evaluation reads only the images: no masks decoded, nothing padded
+            boxes, labels = np.zeros((0, 4), np.float32), np.zeros((0,), np.int32)
+            masks = np.zeros((0, mask_size, mask_size), np.float32)
         records.append((image_id, boxes, labels, masks))
-    source.skipped = tuple(skipped)
+    if training:
+        source.skipped = tuple(skipped)
     folder = source.image_folder
 
     def generate():
