@@ -18,10 +18,10 @@ import argparse
 import json
 import os
 import resource
-import statistics
 import subprocess
 import sys
-import time
+
+from timing import median_seconds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -57,16 +57,11 @@ def measure(name: str, size: int, batch: int, repeats: int) -> dict:
         grads = tape.gradient(loss, model.trainable_weights)
         return tf.add_n([tf.reduce_sum(g) for g in grads])
 
-    step().numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        step().numpy()
-        times.append(time.perf_counter() - start)
+    seconds = median_seconds(lambda: step().numpy(), repeats, warmups=1)
     return {
         "model": name,
         "params_m": model.count_params() / 1e6,
-        "seconds": statistics.median(times),
+        "seconds": seconds,
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
     }
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
-import statistics
-import time
+
+import numpy as np
+from timing import median_seconds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -26,18 +27,6 @@ HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 if HAVE_TORCHVISION:
     import torch  # before TensorFlow: the other order segfaults
     import torchvision
-
-import numpy as np  # noqa: E402  (after torch, see above)
-
-
-def median_seconds(fn, repeats: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
@@ -67,9 +56,9 @@ def keras_row(backbone_name: str, size: int, batch: int, repeats: int) -> tuple[
     images, targets = synthetic(batch, size)
     detect = tf.function(lambda x: model(x, training=False))
     x = tf.constant(images)
-    infer = median_seconds(lambda: detect(x)["boxes"].numpy(), repeats)
+    infer = median_seconds(lambda: detect(x)["boxes"].numpy(), repeats, warmups=1)
     model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))
-    step = median_seconds(lambda: model.train_on_batch(images, targets), repeats)
+    step = median_seconds(lambda: model.train_on_batch(images, targets), repeats, warmups=1)
     return batch / infer, step
 
 
@@ -85,7 +74,7 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
         with torch.inference_mode():
             model(tensors)
 
-    seconds = median_seconds(infer, repeats)
+    seconds = median_seconds(infer, repeats, warmups=1)
     model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     torch_targets = []
@@ -108,7 +97,7 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
         sum(losses.values()).backward()
         optimizer.step()
 
-    return batch / seconds, median_seconds(train_step, repeats)
+    return batch / seconds, median_seconds(train_step, repeats, warmups=1)
 
 
 def main(argv=None) -> None:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -39,6 +37,7 @@ else:
 import keras
 import numpy as np
 import tensorflow as tf
+from timing import median_seconds
 
 from lambda_keras.layers import LambdaLayer
 
@@ -49,14 +48,7 @@ IMPLEMENTATIONS = ["einsum", "conv", "depthwise", "auto"]
 
 
 def median_ms(fn, repeats: int) -> float:
-    fn()  # trace / warm up
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - start) * 1e3)
-    return statistics.median(times)
+    return median_seconds(fn, repeats) * 1e3
 
 
 def peak_mib(fn) -> float:

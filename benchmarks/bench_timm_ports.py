@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 import timm
 import torch  # before TensorFlow (imported by lambda_keras): the other order segfaults
+from timing import median_seconds
 
 from lambda_keras.zoo import get_model, timm_lambda_resnet
 
@@ -32,14 +31,7 @@ MODELS = tuple(timm_lambda_resnet.SPECS)
 
 
 def images_per_second(fn, batch: int, repeats: int) -> float:
-    fn()  # trace / warm up
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return batch / statistics.median(times)
+    return batch / median_seconds(fn, repeats)
 
 
 def keras_speed(name: str, x: np.ndarray, implementation: str, repeats: int) -> float:
