@@ -104,6 +104,22 @@ class MaskRCNN(keras.Model):
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in LOSS_NAMES}
         self.total_tracker = keras.metrics.Mean(name="loss")
 
+    # ------------------------------------------------------------------ building
+    def build(self, input_shape):
+        """Creates every weight. They do not depend on the image size: a forward pass on one
+        zero image of 64 x 64 (the smallest valid size) with ``input_shape``'s channels."""
+        channels = input_shape[-1] if input_shape and input_shape[-1] else 3
+        self.call(tf.zeros((1, 64, 64, channels), self.compute_dtype))
+        self.built = True
+
+    def get_build_config(self):
+        # Also after `fit` alone (no call recorded an input shape), so that `.keras` files
+        # rebuild every weight before loading them.
+        return {"input_shape": (None, None, None, 3)}
+
+    def build_from_config(self, config):
+        self.build(config["input_shape"])
+
     # ------------------------------------------------------------------ shared
     def _features(self, images, training):
         image_size = _static_image_size(images)
@@ -160,6 +176,9 @@ class MaskRCNN(keras.Model):
         logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7))
         losses.update(_box_head_losses(logits, box_deltas, sampled))
         losses["mask"] = self._mask_loss(features, sampled, y, gt_boxes)
+        # Every sub-layer is built now: after `fit` alone, `summary`, `count_params` and `save`
+        # work as after a call.
+        self.built = True
         return losses
 
     def _mask_loss(self, features, sampled, y, gt_boxes):

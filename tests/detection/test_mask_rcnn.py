@@ -79,6 +79,22 @@ def test_lambda_resnet_backbone_and_saving(tmp_path):
     _check_detections(got, 1, 64)
 
 
+def test_fit_alone_builds_the_model_and_saving_keeps_the_trained_weights(tmp_path):
+    # Regression: after `fit` without a call, the model was not `built` (no `count_params`),
+    # and a `.keras` file of it loaded with freshly initialised heads (different detections).
+    model = _model()
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
+    images, targets = synthetic_batch()
+    model.fit(images, targets, batch_size=2, epochs=1, verbose=0)
+    assert model.built and model.count_params() > 0
+    model.save(tmp_path / "fitted.keras")
+    loaded = keras.saving.load_model(tmp_path / "fitted.keras")
+    assert loaded.count_params() == model.count_params()
+    expected, got = model(images), loaded(images)
+    for key in ("boxes", "scores", "classes", "masks"):
+        np.testing.assert_allclose(np.asarray(got[key]), np.asarray(expected[key]), atol=1e-4)
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [
