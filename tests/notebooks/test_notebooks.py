@@ -14,7 +14,7 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 def test_the_notebooks_exist():
     names = {path.stem for path in NOTEBOOKS}
-    assert {"lambda_layers", "train_lambda_resnet", "fine_tune_and_serve"} <= names
+    assert {"lambda_layers", "train_lambda_resnet", "fine_tune_and_serve", "mask_rcnn"} <= names
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
