@@ -42,16 +42,16 @@ def main(argv):
                 f"The model detects {num_classes} classes; {FLAGS.annotations} has "
                 f"{source.num_classes} categories."
             )
-        scores = coco_eval.evaluate(
-            model,
-            source,
-            image_size=FLAGS.image_size,
-            batch_size=FLAGS.batch_size,
-            results_file=FLAGS.results_file,
-        )
-    except (ValueError, FileNotFoundError) as err:
+    except (ValueError, FileNotFoundError) as err:  # a user's mistake: one line
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    scores = coco_eval.evaluate(  # an error from here on is a bug: its traceback stays
+        model,
+        source,
+        image_size=FLAGS.image_size,
+        batch_size=FLAGS.batch_size,
+        results_file=FLAGS.results_file,
+    )
     print(
         f"{FLAGS.model_path} on {FLAGS.annotations}: box AP {scores['bbox']['AP']:.3f}, "
         f"mask AP {scores['segm']['AP']:.3f}"

@@ -16,7 +16,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
-from lambda_keras.detection.trainer import BACKBONES, RECIPES, DetectionConfig, train
+from lambda_keras.detection.trainer import (
+    BACKBONES,
+    RECIPES,
+    DetectionConfig,
+    prepare_data,
+    train,
+)
 from lambda_keras.training.distribute import STRATEGIES
 from lambda_keras.zoo.resnet_rs import DEPTHS
 
@@ -70,10 +76,11 @@ def main(argv):
         verbose=1 if sys.stdout.isatty() else 2,
     )
     try:
-        train(config)
+        prepared = prepare_data(config)
     except (ValueError, FileNotFoundError) as err:  # a user's mistake in the data: one line
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
+    train(config, prepared)  # an error from here on is a bug: its traceback stays
 
 
 if __name__ == "__main__":

@@ -14,7 +14,9 @@ Rules (each applied before anything is traced, with the file and annotation id n
   annotation without one trains its box with a box-shaped mask.
 * Images without (usable) objects are kept: they teach the background.
 * Greyscale and RGBA images are read as RGB. More than ``max_instances`` objects in one image is
-  an error that names the image (COCO has at most 93).
+  an error that names the image (COCO has at most 93). A damaged or truncated image file (its
+  signature and end marker are checked when the file is loaded) is an error listing the files:
+  skipping it would silently change both training and ``COCOeval``.
 
 Each image is resized so that its longer side is ``image_size`` (times a random scale in
 ``scale_range`` when training: large-scale jitter, App. F.3), randomly cropped (training) and
@@ -35,6 +37,7 @@ import tensorflow as tf
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
+from lambda_keras.training.data import is_damaged_image
 
 __all__ = ["CocoSource", "load_coco", "make_dataset"]
 
@@ -106,12 +109,22 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
         raise ValueError(f"{annotations_file} has no categories.")
     known = {c["id"] for c in data["categories"]}
     images = {image["id"]: image for image in data["images"]}
+    damaged = []
     for image in data["images"]:
-        if not (image_folder / image["file_name"]).is_file():
+        path = image_folder / image["file_name"]
+        if not path.is_file():
             raise FileNotFoundError(
                 f"{annotations_file}: image {image['id']} names {image['file_name']!r}, which "
                 f"is not in {image_folder}."
             )
+        if is_damaged_image(str(path)):
+            damaged.append(f"image {image['id']}: {path}")
+    if damaged:  # an error, not a skip: a skipped image would change training and COCOeval
+        shown = "\n  ".join(damaged[:10]) + ("\n  ..." if len(damaged) > 10 else "")
+        raise ValueError(
+            f"{annotations_file}: {len(damaged)} image file(s) are damaged, truncated or not "
+            f"JPEG/PNG/GIF/BMP:\n  {shown}"
+        )
     for ann in data["annotations"]:
         if ann.get("category_id") not in known:
             raise ValueError(

@@ -32,7 +32,16 @@ from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.schedules import WarmupStepDecay
 from lambda_keras.training.distribute import make_strategy
 
-__all__ = ["BACKBONES", "RECIPES", "DetectionConfig", "DetectionRecipe", "WarmupStepDecay", "train"]
+__all__ = [
+    "BACKBONES",
+    "RECIPES",
+    "DetectionConfig",
+    "DetectionRecipe",
+    "PreparedData",
+    "WarmupStepDecay",
+    "prepare_data",
+    "train",
+]
 
 BACKBONES = ("lambda_resnet", "lambda_resnet_c4", "resnet_rs")
 
@@ -174,25 +183,45 @@ def build_model(config: DetectionConfig, recipe: DetectionRecipe, num_classes: i
     return MaskRCNN(backbone, num_classes, **recipe.head_options)
 
 
-def train(config: DetectionConfig) -> dict:
-    """Train, evaluate with COCOeval on the validation set, export; returns the scores."""
+@dataclasses.dataclass(frozen=True)
+class PreparedData:
+    """The checked data of a run: what :func:`prepare_data` read."""
+
+    train_source: coco.CocoSource
+    val_source: coco.CocoSource
+    train_data: object  # tf.data.Dataset of (images, targets)
+
+
+def prepare_data(config: DetectionConfig) -> PreparedData:
+    """Read and check the run's data (or write the shapes data). Every mistake in the data
+    (a file, an annotation, an image) raises ``ValueError``/``FileNotFoundError`` here, before
+    a model is built: the scripts report these as one line, and anything later as a bug."""
     recipe = RECIPES[config.recipe]
-    image_size = config.image_size or recipe.image_size
-    batch_size = config.batch_size or recipe.batch_size
-    steps = config.steps or recipe.steps
-    keras.utils.set_random_seed(config.seed)
     train_source, val_source = _sources(config)
-    os.makedirs(config.model_dir, exist_ok=True)
-    strategy = make_strategy(config.strategy, config.tpu)
     data = coco.make_dataset(
         train_source,
-        image_size=image_size,
-        batch_size=batch_size,
+        image_size=config.image_size or recipe.image_size,
+        batch_size=config.batch_size or recipe.batch_size,
         training=True,
         max_instances=config.max_instances,
         scale_range=recipe.scale_range,
         seed=config.seed,
     )
+    return PreparedData(train_source, val_source, data)
+
+
+def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
+    """Train, evaluate with COCOeval on the validation set, export; returns the scores.
+    ``prepared``: the run's :func:`prepare_data` (read here when not given)."""
+    recipe = RECIPES[config.recipe]
+    image_size = config.image_size or recipe.image_size
+    batch_size = config.batch_size or recipe.batch_size
+    steps = config.steps or recipe.steps
+    keras.utils.set_random_seed(config.seed)
+    prepared = prepared or prepare_data(config)
+    train_source, val_source, data = prepared.train_source, prepared.val_source, prepared.train_data
+    os.makedirs(config.model_dir, exist_ok=True)
+    strategy = make_strategy(config.strategy, config.tpu)
     epochs = max(1, -(-steps // config.steps_per_epoch))
     with strategy.scope():
         model = build_model(config, recipe, train_source.num_classes)

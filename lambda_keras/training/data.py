@@ -30,6 +30,7 @@ __all__ = [
     "Source",
     "digits_source",
     "folder_source",
+    "is_damaged_image",
     "load_source",
     "make_dataset",
     "randaugment_factor",
@@ -112,7 +113,7 @@ def folder_source(root: str) -> Source:
             f"The image folder {root!r} has {len(class_names)} class folder(s) "
             f"({class_names}); classification needs at least 2 (root/<class name>/<image>)."
         )
-    damaged = [path for path in paths if _damaged(path)]
+    damaged = [path for path in paths if is_damaged_image(path)]
     if damaged:
         keep = [i for i, path in enumerate(paths) if path not in set(damaged)]
         paths, labels = [paths[i] for i in keep], [labels[i] for i in keep]
@@ -130,7 +131,7 @@ def folder_source(root: str) -> Source:
     return Source(dataset.map(load, num_parallel_calls=AUTOTUNE), len(paths), class_names)
 
 
-def _damaged(path: str) -> bool:
+def is_damaged_image(path: str) -> bool:
     """Whether an image file is not what its name says or is cut short: its signature and its
     end marker are read (JPEG ``FFD8``...``FFD9``, PNG signature...``IEND``, GIF ...``;``, BMP
     header size), not the whole file."""

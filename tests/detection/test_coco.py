@@ -102,6 +102,10 @@ def test_too_many_objects_and_missing_files(tmp_path):
     (tmp_path / "images" / "a.png").unlink()
     with pytest.raises(FileNotFoundError, match="names 'a.png', which is not in"):
         coco.load_coco(tmp_path / "annotations.json", tmp_path / "images")
+    truncated = tf.io.encode_png(np.zeros((64, 96, 3), np.uint8)).numpy()[:40]
+    (tmp_path / "images" / "a.png").write_bytes(truncated)
+    with pytest.raises(ValueError, match=r"1 image file\(s\) are damaged.*\n  image 1: .*a\.png"):
+        coco.load_coco(tmp_path / "annotations.json", tmp_path / "images")
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="is not valid JSON"):
         coco.load_coco(tmp_path / "broken.json", tmp_path / "images")

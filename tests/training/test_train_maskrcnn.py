@@ -89,6 +89,25 @@ def test_bad_flags_and_data_are_one_line(tmp_path):
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
+def test_a_damaged_image_is_one_line_naming_it(trained, tmp_path):
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(trained[0] / "data", data)
+    image = data / "val" / json.loads((data / "val.json").read_text())["images"][0]["file_name"]
+    image.write_bytes(image.read_bytes()[:100])  # cut short
+    flags = [
+        f"--{split}_{kind}={data / split}{'.json' if kind == 'annotations' else ''}"
+        for split in ("train", "val")
+        for kind in ("annotations", "images")
+    ]
+    result = run("train_maskrcnn.py", *flags, f"--model_dir={tmp_path / 'run'}", timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "1 image file(s) are damaged" in result.stderr and str(image) in result.stderr
+    assert not (tmp_path / "run" / "model.keras").exists()
+
+
 @pytest.mark.slow
 def test_default_shapes_run_reaches_the_readme_accuracy(tmp_path):
     """The README's default command (about 18 minutes on 2 cores)."""
