@@ -21,11 +21,14 @@ import resource
 import subprocess
 import sys
 
+from arguments import names, positive_int
 from timing import median_seconds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DEFAULT_MODELS = ("lambda_resnet101", "resnet_rs101")
+DEPTHS = (50, 101, 152, 200, 270, 350, 420)  # lambda_keras.zoo.resnet_rs.DEPTHS
+BACKBONES = tuple(f"{family}{d}" for family in ("lambda_resnet", "resnet_rs") for d in DEPTHS)
 
 
 def build(name: str):
@@ -68,10 +71,17 @@ def measure(name: str, size: int, batch: int, repeats: int) -> dict:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--models", default=",".join(DEFAULT_MODELS))
-    parser.add_argument("--size", type=int, default=1024)
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--models",
+        type=names(
+            BACKBONES,
+            "lambda_resnet<depth>, resnet_rs<depth> with depth in " + ", ".join(map(str, DEPTHS)),
+        ),
+        default=list(DEFAULT_MODELS),
+    )
+    parser.add_argument("--size", type=positive_int, default=1024)
+    parser.add_argument("--batch", type=positive_int, default=1)
+    parser.add_argument("--repeats", type=positive_int, default=2)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.size % 32 or args.size < 32:
@@ -85,7 +95,7 @@ def main(argv=None) -> None:
     )
     print("| backbone | params (M) | step (s) | peak memory (GB) |")
     print("|---|---|---|---|")
-    for name in args.models.split(","):
+    for name in args.models:
         result = subprocess.run(
             [
                 sys.executable,

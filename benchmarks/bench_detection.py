@@ -19,6 +19,7 @@ import importlib.util
 import os
 
 import numpy as np
+from arguments import names, positive_int, sizes
 from timing import median_seconds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -102,22 +103,23 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="512,1024")
-    parser.add_argument("--backbones", default="lambda_resnet50,resnet_rs50")
-    parser.add_argument("--batch", type=int, default=1)
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--sizes", type=sizes(64), default=[512, 1024])
+    parser.add_argument(
+        "--backbones",
+        type=names([f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]),
+        default=["lambda_resnet50", "resnet_rs50"],
+    )
+    parser.add_argument("--batch", type=positive_int, default=1)
+    parser.add_argument("--repeats", type=positive_int, default=3)
     args = parser.parse_args(argv)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    if any(s % 64 or s < 64 for s in sizes):
-        parser.error(f"--sizes must be multiples of 64; received {args.sizes}.")
     threads = os.cpu_count()
     if HAVE_TORCHVISION:
         torch.set_num_threads(threads)
     print(f"Mask R-CNN, batch {args.batch}, {threads} threads, random weights, 80 classes")
     print("| model | size | inference img/s | train step (s) |")
     print("|---|---|---|---|")
-    for size in sizes:
-        for name in args.backbones.split(","):
+    for size in args.sizes:
+        for name in args.backbones:
             images_per_s, step = keras_row(name, size, args.batch, args.repeats)
             print(f"| lambda_keras MaskRCNN, {name} | {size} | {images_per_s:.2f} | {step:.2f} |")
         if HAVE_TORCHVISION:

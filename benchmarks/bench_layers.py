@@ -37,6 +37,7 @@ else:
 import keras
 import numpy as np
 import tensorflow as tf
+from arguments import positive_int
 from timing import median_seconds
 
 from lambda_keras.layers import LambdaLayer
@@ -217,8 +218,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch", type=positive_int, default=32)
+    parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--quick", action="store_true", help="batch 8, 3 repeats")
     parser.add_argument("--no-timm", action="store_true", help="skip the timm comparison")
     parser.add_argument("--sweep", action="store_true", help="only the einsum/conv sweep")

@@ -20,6 +20,8 @@ import sys
 import tempfile
 import time
 
+from arguments import positive_int
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "training", "train.py")
 
@@ -50,7 +52,9 @@ def run(model: str, model_dir: str, epochs: int | None) -> dict:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["lambda_resnet50", "resnet_rs50"])
-    parser.add_argument("--epochs", type=int, default=None, help="Default: the main job's.")
+    parser.add_argument(
+        "--epochs", type=positive_int, default=None, help="Default: the main job's."
+    )
     args = parser.parse_args(argv)
     print("| model | parameters | test top-1 | training s | whole run s |")
     print("|---|---|---|---|---|")

@@ -23,8 +23,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 import timm
 import torch  # before TensorFlow (imported by lambda_keras): the other order segfaults
+from arguments import names, positive_int
 from timing import median_seconds
 
+from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
 from lambda_keras.zoo import get_model, timm_lambda_resnet
 
 MODELS = tuple(timm_lambda_resnet.SPECS)
@@ -54,17 +56,14 @@ def timm_speed(name: str, x: np.ndarray, repeats: int) -> float:
     return images_per_second(forward, len(x), repeats)
 
 
-def main() -> None:
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--implementations", default="auto")
-    args = parser.parse_args()
-    for name in args.models.split(","):
-        if name not in MODELS:
-            parser.error(f"--models: {name!r} is not one of {', '.join(MODELS)}")
+    parser.add_argument("--models", type=names(MODELS), default=list(MODELS))
+    parser.add_argument("--batch", type=positive_int, default=8)
+    parser.add_argument("--repeats", type=positive_int, default=5)
+    parser.add_argument("--threads", type=positive_int, default=os.cpu_count())
+    parser.add_argument("--implementations", type=names(IMPLEMENTATIONS), default=["auto"])
+    args = parser.parse_args(argv)
     import tensorflow as tf
 
     torch.set_num_threads(args.threads)
@@ -72,7 +71,7 @@ def main() -> None:
     tf.config.threading.set_inter_op_parallelism_threads(1)
 
     x = np.random.default_rng(0).normal(size=(args.batch, 256, 256, 3)).astype("float32")
-    implementations = args.implementations.split(",")
+    implementations = args.implementations
     print(
         f"Inference at 256x256, batch {args.batch}, {args.threads} threads, "
         f"median of {args.repeats} (images/s):\n"
@@ -81,7 +80,7 @@ def main() -> None:
         "| model | timm (PyTorch) | " + " | ".join(f"Keras `{i}`" for i in implementations) + " |"
     )
     print("|---|---:|" + "---:|" * len(implementations))
-    for name in args.models.split(","):
+    for name in args.models:
         reference = timm_speed(name, x, args.repeats)
         ours = [keras_speed(name, x, impl, args.repeats) for impl in implementations]
         cells = " | ".join(f"{speed:.1f}" for speed in ours)

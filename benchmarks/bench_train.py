@@ -21,6 +21,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras
 import numpy as np
 import tensorflow as tf
+from arguments import positive_int
 
 from lambda_keras import zoo
 from lambda_keras.training import data
@@ -86,8 +87,8 @@ def pipeline_throughput(batch: int, batches: int) -> float:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--batch", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=3)
+    parser.add_argument("--batch", type=positive_int, default=32)
+    parser.add_argument("--steps", type=positive_int, default=3)
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     parser.add_argument("--no-xla", action="store_true", help="skip the XLA rows")
     args = parser.parse_args(argv)
