@@ -247,3 +247,20 @@ def test_registered_timm_weights_convert_once_and_are_cached(tmp_path, monkeypat
         )
     finally:
         weights_lib.unregister_weights("test_timm_26t")
+
+
+def test_resnet_rs_backbone_starts_from_a_converted_timm_checkpoint(tmp_path):
+    """The detection path of the ResNet-RS ImageNet weights: timm's ``resnetrs50`` checkpoint
+    (random tensors with timm's names here), converted, loads into ``ResNetRSBackbone`` without
+    the classifier head, and the pyramid equals the classifier's stage outputs."""
+    checkpoint = tmp_path / "model.safetensors"
+    safetensors_numpy.save_file(random_state("resnet_rs50", seed=4), str(checkpoint))
+    converted = convert_timm.convert("resnet_rs50", checkpoint, tmp_path / "rs50.weights.h5")
+    classifier = zoo.ResNetRS50(weights=converted, input_shape=(64, 64, 3))
+    backbone = zoo.ResNetRSBackbone(50, weights=converted, batch_norm="frozen")
+    x = np.random.default_rng(0).uniform(0, 1, (1, 64, 64, 3)).astype("float32")
+    for level, layer in (("P3", "c3_block4_out"), ("P5", "features")):
+        stage = keras.Model(classifier.input, classifier.get_layer(layer).output)
+        expected = stage(x, training=False).numpy()
+        got = backbone(x)[level].numpy()
+        np.testing.assert_allclose(got, expected, atol=1e-4 * max(1.0, np.abs(expected).max()))
