@@ -77,6 +77,8 @@ def load_coco(annotations_file: str | Path, image_folder: str | Path) -> CocoSou
         raise FileNotFoundError(f"Annotations file not found: {annotations_file}")
     if not image_folder.is_dir():
         raise FileNotFoundError(f"Image folder not found: {image_folder}")
+    if annotations_file.stat().st_size == 0:
+        raise ValueError(f"The annotations file {annotations_file} is empty (0 bytes).")
     try:
         data = json.loads(annotations_file.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
@@ -107,6 +109,10 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
     data.setdefault("annotations", [])
     if not data["categories"]:
         raise ValueError(f"{annotations_file} has no categories.")
+    if not data["images"]:
+        raise ValueError(
+            f"{annotations_file} lists no images: there is nothing to train on or score."
+        )
     known = {c["id"] for c in data["categories"]}
     images = {image["id"]: image for image in data["images"]}
     damaged = []

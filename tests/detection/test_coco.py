@@ -106,6 +106,12 @@ def test_too_many_objects_and_missing_files(tmp_path):
     (tmp_path / "images" / "a.png").write_bytes(truncated)
     with pytest.raises(ValueError, match=r"1 image file\(s\) are damaged.*\n  image 1: .*a\.png"):
         coco.load_coco(tmp_path / "annotations.json", tmp_path / "images")
+    (tmp_path / "empty.json").write_text("")
+    with pytest.raises(ValueError, match="empty.json is empty"):
+        coco.load_coco(tmp_path / "empty.json", tmp_path / "images")
+    (tmp_path / "no_images.json").write_text('{"images": [], "categories": [{"id": 1}]}')
+    with pytest.raises(ValueError, match="no_images.json lists no images"):
+        coco.load_coco(tmp_path / "no_images.json", tmp_path / "images")
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="is not valid JSON"):
         coco.load_coco(tmp_path / "broken.json", tmp_path / "images")
