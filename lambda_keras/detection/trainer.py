@@ -13,7 +13,8 @@ Recipes:
   and 128 RoIs per image.
 
 A killed run resumes from its last epoch (``keras.callbacks.BackupAndRestore`` under
-``model_dir``).
+``model_dir``) when started again with the same settings; other settings are an error naming
+them, and the backup stays (:mod:`lambda_keras.training.resume`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from lambda_keras import zoo
 from lambda_keras.detection import coco, coco_eval
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.schedules import WarmupStepDecay
+from lambda_keras.training import resume
+from lambda_keras.training.custom_loop import is_chief
 from lambda_keras.training.distribute import make_strategy
 
 __all__ = [
@@ -192,12 +195,46 @@ class PreparedData:
     train_data: object  # tf.data.Dataset of (images, targets)
 
 
+# Options a resumed run may change: where the files are, what is printed or exported, how the
+# work is spread and compiled. Data paths may move; the categories are checked instead.
+RESUMABLE_CHANGES = frozenset(
+    {
+        "model_dir",
+        "verbose",
+        "export",
+        "strategy",
+        "tpu",
+        "jit_compile",
+        "shapes_dir",
+        "train_annotations",
+        "train_images",
+        "val_annotations",
+        "val_images",
+    }
+)
+
+
+def _resume_settings(config: DetectionConfig, category_ids) -> dict:
+    """The settings a killed run must be resumed with, defaults resolved."""
+    recipe = RECIPES[config.recipe]
+    return {
+        **{k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES},
+        "image_size": config.image_size or recipe.image_size,
+        "batch_size": config.batch_size or recipe.batch_size,
+        "steps": config.steps or recipe.steps,
+        "category_ids": list(category_ids),
+    }
+
+
 def prepare_data(config: DetectionConfig) -> PreparedData:
     """Read and check the run's data (or write the shapes data). Every mistake in the data
     (a file, an annotation, an image) raises ``ValueError``/``FileNotFoundError`` here, before
-    a model is built: the scripts report these as one line, and anything later as a bug."""
+    a model is built: the scripts report these as one line, and anything later as a bug. So
+    does resuming a killed run in ``model_dir`` with other settings
+    (:func:`lambda_keras.training.resume.check_resume`; the backup stays)."""
     recipe = RECIPES[config.recipe]
     train_source, val_source = _sources(config)
+    resume.check_resume(config.model_dir, _resume_settings(config, train_source.category_ids))
     data = coco.make_dataset(
         train_source,
         image_size=config.image_size or recipe.image_size,
@@ -230,6 +267,10 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
         model.compile(
             optimizer=recipe.make_optimizer(batch_size, epochs * config.steps_per_epoch),
             jit_compile=config.jit_compile,
+        )
+    if is_chief(strategy):
+        resume.record_settings(
+            config.model_dir, _resume_settings(config, train_source.category_ids)
         )
     print(
         f"Mask R-CNN, {config.backbone}{config.depth} backbone (width {config.width_multiplier}), "

@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from lambda_keras import zoo
-from lambda_keras.training import data, recipes
+from lambda_keras.training import data, recipes, resume
 from lambda_keras.training.custom_loop import fit_with_strategy_run, is_chief
 from lambda_keras.training.distribute import make_strategy
 from lambda_keras.training.evaluation import top_k_accuracy
@@ -29,6 +29,11 @@ __all__ = ["TrainConfig", "build_model", "train"]
 # "none": Keras' float type (keras.config.floatx(), float32 unless changed).
 MIXED_PRECISION = {"none": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 LOOPS = ("auto", "fit", "custom")
+# Options a resumed run may change: where things are, what is printed or exported, how the
+# work is spread (the global batch stays the same).
+RESUMABLE_CHANGES = frozenset(
+    {"model_dir", "verbose", "export", "strategy", "tpu", "data_dir", "manual_dir", "deterministic"}
+)
 
 
 @dataclasses.dataclass
@@ -142,8 +147,12 @@ def train(config: TrainConfig) -> dict:
     (Keras 3's ``fit`` fails under it). Either way, a run killed at any point and started again
     with the same ``model_dir`` resumes from its last end-of-epoch backup
     (``keras.callbacks.BackupAndRestore`` or a ``tf.train`` checkpoint) and ends at the same
-    step. ``sync_batch_norm`` computes batch statistics over the global batch (all replicas);
-    ``deterministic`` keeps the input pipeline's order fixed for a seed.
+    step. Its settings must be the same then, but for ``RESUMABLE_CHANGES`` (where the files
+    are, what is printed or exported, the strategy): another model, data set, batch size or
+    schedule is a ``ValueError`` naming each difference, raised before a model is built, and
+    the backup stays (:mod:`lambda_keras.training.resume`). ``sync_batch_norm`` computes
+    batch statistics over the global batch (all replicas); ``deterministic`` keeps the input
+    pipeline's order fixed for a seed.
 
     Returns:
         ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``model`` (the
@@ -164,8 +173,23 @@ def train(config: TrainConfig) -> dict:
             "would repeat images. Pass a batch size of at most the data set's size."
         )
     steps_per_epoch = max(1, inputs.train.num_examples // config.batch_size)
+    loop = config.loop
+    if loop == "auto":
+        loop = "custom" if config.strategy == "multi_worker" else "fit"
+    settings = {  # with the defaults resolved: --epochs=30 and the recipe's 30 are the same
+        **{k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES},
+        "epochs": epochs,
+        "warmup_epochs": recipe.warmup_epochs,
+        "learning_rate": recipe.base_learning_rate,
+        "horizontal_flip": _flips(config),
+        "loop": loop,
+        "classes": inputs.train.num_classes,
+    }
+    resume.check_resume(config.model_dir, settings)
     with strategy.scope():
         model = _compiled_model(config, recipe, inputs.train.num_classes, steps_per_epoch, epochs)
+    if is_chief(strategy):
+        resume.record_settings(config.model_dir, settings)
     os.makedirs(config.model_dir, exist_ok=True)
     print(
         f"{config.model}: {model.count_params():,} parameters; {inputs.train.num_examples} "
@@ -173,9 +197,6 @@ def train(config: TrainConfig) -> dict:
         f"{strategy.num_replicas_in_sync} replica(s)"
     )
     print(recipes.describe(recipe, config.batch_size, steps_per_epoch * epochs))
-    loop = config.loop
-    if loop == "auto":
-        loop = "custom" if config.strategy == "multi_worker" else "fit"
     if loop == "custom":
         return _train_custom(config, model, strategy, inputs, epochs, steps_per_epoch)
     return _train_fit(config, model, inputs, epochs, steps_per_epoch)
@@ -200,6 +221,14 @@ class _Inputs:
     eval_dataset: tf.data.Dataset
 
 
+def _flips(config: TrainConfig) -> bool:
+    """Whether training flips images: ``--horizontal_flip``, by default all data sets but the
+    digits (not mirror-symmetric)."""
+    if config.horizontal_flip is None:
+        return config.dataset != "digits"
+    return config.horizontal_flip
+
+
 def _inputs(config: TrainConfig, recipe: recipes.Recipe) -> _Inputs:
     sources = {
         split: data.load_source(
@@ -213,9 +242,7 @@ def _inputs(config: TrainConfig, recipe: recipes.Recipe) -> _Inputs:
         for split in (config.train_split, config.eval_split)
     }
     train_source = sources[config.train_split]
-    flip = config.horizontal_flip
-    if flip is None:
-        flip = config.dataset != "digits"  # digits are not mirror-symmetric
+    flip = _flips(config)
     magnitude = recipe.randaugment_magnitude(zoo.model_info(config.model), config.image_size)
 
     def train_dataset(input_context=None):

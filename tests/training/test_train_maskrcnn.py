@@ -108,6 +108,25 @@ def test_a_damaged_image_is_one_line_naming_it(trained, tmp_path):
     assert not (tmp_path / "run" / "model.keras").exists()
 
 
+def test_resuming_with_other_settings_is_one_line_and_keeps_the_backup(trained, tmp_path):
+    import shutil
+
+    folder, _ = trained
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(folder / "run" / "run_settings.json", run_dir)  # written by the real run
+    (run_dir / "backup").mkdir()  # as a killed run leaves it
+    (run_dir / "backup" / "latest.weights.h5").write_bytes(b"the last epoch")
+    flags = [f"--model_dir={run_dir}", f"--shapes_dir={folder / 'data'}", "--batch_size=2"]
+    flags += ["--steps=2", "--steps_per_epoch=1"]
+    result = run("train_maskrcnn.py", *flags, "--image_size=128", timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "Traceback" not in result.stderr
+    assert "--image_size=64 there, 128 now" in result.stderr
+    assert "there" not in result.stderr.replace("64 there", "")  # only what differs
+    assert (run_dir / "backup" / "latest.weights.h5").read_bytes() == b"the last epoch"
+
+
 @pytest.mark.slow
 def test_default_shapes_run_reaches_the_readme_accuracy(tmp_path):
     """The README's default command (about 18 minutes on 2 cores)."""

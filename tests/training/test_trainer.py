@@ -149,6 +149,16 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     assert first.returncode == -signal.SIGKILL
     assert epochs_logged(tmp_path) == [0]
 
+    # Started again with another width: refused before a model is built, the backup untouched.
+    backup = {p.name: p.read_bytes() for p in (tmp_path / "backup").rglob("*") if p.is_file()}
+    other = [f if f != "--width_multiplier=0.125" else "--width_multiplier=0.25" for f in command]
+    refused = subprocess.run(other, capture_output=True, text=True, timeout=300, env=env)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert "Traceback" not in refused.stderr
+    assert "--width_multiplier=0.125 there, 0.25 now" in refused.stderr
+    after = {p.name: p.read_bytes() for p in (tmp_path / "backup").rglob("*") if p.is_file()}
+    assert after == backup and backup
+
     second = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert second.returncode == 0, second.stderr[-3000:]
     assert epochs_logged(tmp_path) == [0, 1, 2, 3]  # resumed at epoch 1, not from scratch

@@ -1,0 +1,76 @@
+"""Resuming a killed run: the settings its backup was made with, checked before it starts again.
+
+A run writes its settings to ``<model_dir>/run_settings.json`` when training starts. Started
+again with the same ``model_dir`` while a backup of an unfinished run is there
+(``<model_dir>/backup``), the settings must be the same: a backup made with another model,
+width, data set, batch size or schedule either cannot be loaded (before, a raw Keras error
+listing every layer that "could not be loaded") or would continue a different run silently.
+:func:`check_resume` refuses it with an error naming each setting that differs, before any model
+is built, and leaves the backup as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+
+SETTINGS_FILE = "run_settings.json"
+BACKUP_DIR = "backup"
+
+
+def _normalised(settings: Mapping[str, object]) -> dict:
+    return json.loads(json.dumps(dict(settings), sort_keys=True))  # tuples -> lists
+
+
+def has_backup(model_dir: str) -> bool:
+    """Whether ``model_dir`` holds the backup of an unfinished run."""
+    backup = os.path.join(model_dir, BACKUP_DIR)
+    return os.path.isdir(backup) and any(os.scandir(backup))
+
+
+def check_resume(model_dir: str, settings: Mapping[str, object]) -> None:
+    """Raise ``ValueError`` when ``model_dir`` holds an unfinished run made with other settings.
+
+    Args:
+        model_dir: the run's directory.
+        settings: the settings that must not change when a run resumes (JSON values), keyed by
+            flag name.
+
+    Nothing is checked when there is no backup (a new run, or a finished one: its backup is
+    removed at the end) or when the backup predates the settings file.
+    """
+    path = os.path.join(model_dir, SETTINGS_FILE)
+    if not has_backup(model_dir) or not os.path.isfile(path):
+        return
+    try:
+        with open(path) as f:
+            recorded = json.load(f)
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"--model_dir={model_dir} holds an unfinished run whose settings file {path} cannot "
+            f"be read ({err}). Delete the file to resume anyway, or pass another --model_dir."
+        ) from None
+    current = _normalised(settings)
+    differences = [
+        f"--{name}={recorded.get(name)!r} there, {current.get(name)!r} now"
+        for name in sorted(set(recorded) | set(current))
+        if recorded.get(name) != current.get(name)
+    ]
+    if differences:
+        raise ValueError(
+            f"--model_dir={model_dir} holds an unfinished run (its backup in "
+            f"{os.path.join(model_dir, BACKUP_DIR)}) made with other settings: "
+            + "; ".join(differences)
+            + ". Resume it with its settings, or pass another --model_dir for a new run "
+            "(the backup is left as it is)."
+        )
+
+
+def record_settings(model_dir: str, settings: Mapping[str, object]) -> None:
+    """Write ``settings`` to ``<model_dir>/run_settings.json`` (the run has started)."""
+    os.makedirs(model_dir, exist_ok=True)
+    path = os.path.join(model_dir, SETTINGS_FILE)
+    with open(path + ".tmp", "w") as f:
+        json.dump(_normalised(settings), f, indent=1)
+    os.replace(path + ".tmp", path)  # a run killed while writing leaves the old file
