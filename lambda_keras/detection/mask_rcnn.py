@@ -86,6 +86,7 @@ class MaskRCNN(keras.Model):
                 "`backbone` must be a keras.Model with outputs {'P2': ..., 'P5': ...} (e.g. "
                 f"lambda_keras.zoo.LambdaResNetBackbone); received {type(backbone).__name__}."
             )
+        _check_backbone_outputs(backbone)
         self.backbone = backbone
         self.num_classes = v.positive_int("num_classes", num_classes)
         self.fpn_channels = v.positive_int("fpn_channels", fpn_channels)
@@ -119,6 +120,12 @@ class MaskRCNN(keras.Model):
 
     def build_from_config(self, config):
         self.build(config["input_shape"])
+
+    def __call__(self, images, *args, **kwargs):
+        # Before Keras traces the call (an error raised inside it would print the whole input).
+        if hasattr(images, "shape"):
+            _check_images(tuple(images.shape))
+        return super().__call__(images, *args, **kwargs)
 
     # ------------------------------------------------------------------ shared
     def _features(self, images, training):
@@ -243,6 +250,39 @@ class MaskRCNN(keras.Model):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
         return cls(**config)
+
+
+def _check_backbone_outputs(backbone: keras.Model) -> None:
+    """A functional backbone's outputs must be a dict holding P2-P5 (others are checked by the
+    FPN when called)."""
+    try:
+        outputs = backbone.output
+    except (AttributeError, ValueError):  # a subclassed or never-called model
+        return
+    levels = outputs if isinstance(outputs, dict) else {}
+    missing = [level for level in ROI_LEVELS if level not in levels]
+    if missing:
+        received = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
+        raise ValueError(
+            "`backbone` must output a dict of feature maps {'P2': stride 4, 'P3': 8, 'P4': 16, "
+            f"'P5': 32}} (e.g. lambda_keras.zoo.LambdaResNetBackbone); {backbone.name!r} outputs "
+            f"{received}, missing {missing}."
+        )
+
+
+def _check_images(shape: tuple) -> None:
+    """Images are ``[batch, height, width, 3]``, height and width multiples of 64 where known."""
+    if len(shape) != 4 or shape[-1] not in (None, 3):
+        raise ValueError(
+            f"MaskRCNN takes RGB images [batch, height, width, 3]; received images of shape "
+            f"{shape}."
+        )
+    if any(side is not None and side % 64 for side in shape[1:3]):
+        raise ValueError(
+            "MaskRCNN needs image heights and widths that are multiples of 64 (the stride of "
+            f"P6); received images of shape {shape}. Pad the batch (lambda_keras.detection "
+            "data pipelines do)."
+        )
 
 
 def _static_image_size(images) -> tuple[int, int]:

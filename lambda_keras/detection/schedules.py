@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import keras
 
+from lambda_keras import _validation as v
+
 __all__ = ["WarmupStepDecay"]
 
 
@@ -12,11 +14,28 @@ class WarmupStepDecay(keras.optimizers.schedules.LearningRateSchedule):
     """Linear warm-up from 0 to ``peak`` over ``warmup_steps``, then ``peak`` divided by 10 at
     each fraction of ``total_steps`` in ``boundaries``."""
 
-    def __init__(self, peak, warmup_steps, total_steps, boundaries=(0.9, 0.95, 0.975)):
-        self.peak = float(peak)
-        self.warmup_steps = int(warmup_steps)
-        self.total_steps = int(total_steps)
-        self.boundaries = tuple(float(b) for b in boundaries)
+    def __init__(
+        self,
+        peak: float,
+        warmup_steps: int,
+        total_steps: int,
+        boundaries: tuple[float, ...] = (0.9, 0.95, 0.975),
+    ):
+        self.peak = v.positive_number("peak", peak)
+        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
+            raise ValueError(
+                f"`warmup_steps` must be an integer >= 0; received warmup_steps={warmup_steps!r}."
+            )
+        self.warmup_steps = warmup_steps
+        self.total_steps = v.positive_int("total_steps", total_steps)
+        self.boundaries = tuple(
+            v.number_in("boundaries", b, 0.0, 1.0, low_open=True) for b in boundaries
+        )
+        if list(self.boundaries) != sorted(self.boundaries):
+            raise ValueError(
+                "`boundaries` must be increasing fractions of `total_steps`; received "
+                f"boundaries={tuple(boundaries)!r}."
+            )
 
     def __call__(self, step):
         step = keras.ops.cast(step, "float32")

@@ -10,16 +10,35 @@ the model's ``image_size`` and padded, as in evaluation.
 
 from __future__ import annotations
 
+import os
+
 import keras
 import tensorflow as tf
 
+from lambda_keras import _validation as v
 from lambda_keras.detection import ops
 
 __all__ = ["export_detector"]
 
 
 def export_detector(model: keras.Model, path: str, image_size: int) -> str:
-    """Write ``model`` with its serving signature to ``path``; returns ``path``."""
+    """Write ``model`` with its serving signature to ``path``; returns ``path``.
+
+    Args:
+        model: A :class:`~lambda_keras.detection.MaskRCNN` (called or fitted once).
+        path: The SavedModel directory to write.
+        image_size: The side the model detects at (a multiple of 64): each image is resized so
+            that its longer side is ``image_size``, then padded to a square.
+    """
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a directory path; received {path!r}.")
+    if v.positive_int("image_size", image_size) % 64:
+        raise ValueError(
+            f"`image_size` must be a multiple of 64 (MaskRCNN's largest stride); received "
+            f"image_size={image_size}."
+        )
 
     def detect(image):
         shape = tf.shape(image)[:2]

@@ -26,7 +26,9 @@ import time
 
 import keras
 import numpy as np
+import tensorflow as tf
 
+from lambda_keras import _validation as v
 from lambda_keras import zoo
 from lambda_keras.detection import coco, coco_eval
 from lambda_keras.detection.mask_rcnn import MaskRCNN
@@ -34,6 +36,7 @@ from lambda_keras.detection.schedules import WarmupStepDecay
 from lambda_keras.training import resume
 from lambda_keras.training.custom_loop import is_chief
 from lambda_keras.training.distribute import make_strategy
+from lambda_keras.zoo.weights import WeightsSpec, require_pinned, resolve_weights
 
 __all__ = [
     "BACKBONES",
@@ -188,11 +191,36 @@ def build_model(config: DetectionConfig, recipe: DetectionRecipe, num_classes: i
 
 @dataclasses.dataclass(frozen=True)
 class PreparedData:
-    """The checked data of a run: what :func:`prepare_data` read."""
+    """The checked data of a run, what :func:`prepare_data` read, and the strategy it runs
+    under (made first: a TPU is connected before any other TensorFlow op)."""
 
     train_source: coco.CocoSource
     val_source: coco.CocoSource
     train_data: object  # tf.data.Dataset of (images, targets)
+    strategy: tf.distribute.Strategy
+
+
+def _backbone_model_name(config: DetectionConfig) -> str:
+    """The zoo classifier whose body the backbone is (the weights registry's architecture)."""
+    if config.backbone == "resnet_rs":
+        return f"resnet_rs{config.depth}"
+    return f"lambda_resnet{config.depth}{'_c4' if config.backbone == 'lambda_resnet_c4' else ''}"
+
+
+def _check(config: DetectionConfig) -> None:
+    """The settings that fail only once a model is built or a step runs, checked first."""
+    v.one_of("recipe", config.recipe, list(RECIPES))
+    v.one_of("backbone", config.backbone, list(BACKBONES))
+    if config.strategy == "multi_worker":
+        raise ValueError(
+            "--strategy=multi_worker: Mask R-CNN trains with model.fit, which fails under "
+            "MultiWorkerMirroredStrategy in Keras 3 (keras-team/keras#20585). Use auto, tpu, "
+            "mirrored or one_device."
+        )
+    # An unknown name or a missing file, before the data is read (the backbone loads it later).
+    resolved = resolve_weights(config.backbone_weights, _backbone_model_name(config))
+    if isinstance(resolved, WeightsSpec):
+        require_pinned(resolved)
 
 
 # Options a resumed run may change: where the files are, what is printed or exported, how the
@@ -232,6 +260,8 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     a model is built: the scripts report these as one line, and anything later as a bug. So
     does resuming a killed run in ``model_dir`` with other settings
     (:func:`lambda_keras.training.resume.check_resume`; the backup stays)."""
+    _check(config)
+    strategy = make_strategy(config.strategy, config.tpu)
     recipe = RECIPES[config.recipe]
     train_source, val_source = _sources(config)
     resume.check_resume(config.model_dir, _resume_settings(config, train_source.category_ids))
@@ -244,7 +274,7 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
         scale_range=recipe.scale_range,
         seed=config.seed,
     )
-    return PreparedData(train_source, val_source, data)
+    return PreparedData(train_source, val_source, data, strategy)
 
 
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
@@ -257,8 +287,8 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
     keras.utils.set_random_seed(config.seed)
     prepared = prepared or prepare_data(config)
     train_source, val_source, data = prepared.train_source, prepared.val_source, prepared.train_data
+    strategy = prepared.strategy
     os.makedirs(config.model_dir, exist_ok=True)
-    strategy = make_strategy(config.strategy, config.tpu)
     epochs = max(1, -(-steps // config.steps_per_epoch))
     with strategy.scope():
         model = build_model(config, recipe, train_source.num_classes)

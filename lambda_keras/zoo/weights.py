@@ -28,6 +28,7 @@ __all__ = [
     "fetch_weights",
     "register_weights",
     "registered_weights",
+    "require_pinned",
     "resolve_weights",
     "unregister_weights",
 ]
@@ -158,12 +159,9 @@ def resolve_weights(weights: str | None, architecture: str) -> WeightsSpec | str
     )
 
 
-def fetch_weights(spec: WeightsSpec) -> str:
-    """Download (once) and verify a registered file; returns its local path.
-
-    Raises:
-        ValueError: the file's SHA-256 differs from the registered one (nothing is loaded).
-    """
+def require_pinned(spec: WeightsSpec) -> None:
+    """Raise ``ValueError`` unless the registered file's SHA-256 is pinned (nothing unpinned is
+    downloaded): callers check it before other work, :func:`fetch_weights` before fetching."""
     if spec.sha256 is None:
         raise ValueError(
             f"The SHA-256 of the weights {spec.name!r} ({spec.url}) is not pinned in "
@@ -172,6 +170,16 @@ def fetch_weights(spec: WeightsSpec) -> str:
             f"it first with python -m lambda_keras.zoo.convert_timm --model={spec.architecture} "
             "--checkpoint=model.safetensors --output=model.weights.h5)."
         )
+
+
+def fetch_weights(spec: WeightsSpec) -> str:
+    """Download (once) and verify a registered file; returns its local path.
+
+    Raises:
+        ValueError: the file's SHA-256 is not pinned, or differs from the registered one
+            (nothing is loaded).
+    """
+    require_pinned(spec)
     suffix = ".safetensors" if spec.source_format == "timm" else ".weights.h5"
     filename = f"{spec.name}{suffix}"
     if CACHE_DIR is not None:

@@ -85,6 +85,13 @@ def test_bad_flags_and_data_are_one_line(tmp_path):
     result = run("train_maskrcnn.py", f"--train_annotations={tmp_path / 'x.json'}", timeout=120)
     assert result.returncode == 2
     assert "go together" in result.stderr.strip().splitlines()[-1]
+    for flag, message in [
+        ("--strategy=multi_worker", "keras-team/keras#20585"),
+        (f"--backbone_weights={tmp_path / 'no.weights.h5'}", "no.weights.h5' does not exist"),
+    ]:
+        result = run("train_maskrcnn.py", flag, f"--shapes_dir={tmp_path / 'data'}", timeout=120)
+        assert result.returncode == 2 and message in result.stderr.strip().splitlines()[-1]
+        assert "Traceback" not in result.stderr and not (tmp_path / "data").exists()
     result = run("eval_maskrcnn.py", f"--model_path={tmp_path / 'none.keras'}", timeout=120)
     assert result.returncode == 2 and "no such file" in result.stderr
 

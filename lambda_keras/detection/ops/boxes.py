@@ -14,6 +14,8 @@ import math
 
 import tensorflow as tf
 
+from lambda_keras.detection.ops import _shapes
+
 __all__ = [
     "BBOX_DELTA_CLIP",
     "box_area",
@@ -31,7 +33,7 @@ BBOX_DELTA_CLIP = math.log(1000.0 / 16)
 
 def box_area(boxes: tf.Tensor) -> tf.Tensor:
     """``[..., 4]`` boxes -> ``[...]`` areas (0 for empty or inverted boxes)."""
-    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    boxes = _shapes.boxes("boxes", boxes)
     y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
     return tf.maximum(y2 - y1, 0.0) * tf.maximum(x2 - x1, 0.0)
 
@@ -47,8 +49,8 @@ def box_iou(boxes1: tf.Tensor, boxes2: tf.Tensor) -> tf.Tensor:
         ``[..., n, m]`` IoU in ``[0, 1]``. A pair whose union is empty (two zero-area boxes)
         has IoU 0, never NaN.
     """
-    boxes1 = tf.convert_to_tensor(boxes1, tf.float32)
-    boxes2 = tf.convert_to_tensor(boxes2, tf.float32)
+    boxes1 = _shapes.boxes("boxes1", boxes1)
+    boxes2 = _shapes.boxes("boxes2", boxes2)
     a = tf.expand_dims(boxes1, -2)  # [..., n, 1, 4]
     b = tf.expand_dims(boxes2, -3)  # [..., 1, m, 4]
     top = tf.maximum(a[..., 0], b[..., 0])
@@ -83,8 +85,10 @@ def encode_boxes(
         ``[..., 4]`` deltas ``(dy, dx, dh, dw)``.
     """
     wy, wx, wh, ww = weights
-    cy, cx, h, w = _centres_sizes(tf.convert_to_tensor(boxes, tf.float32))
-    acy, acx, ah, aw = _centres_sizes(tf.convert_to_tensor(anchors, tf.float32))
+    boxes, anchors = _shapes.boxes("boxes", boxes), _shapes.boxes("anchors", anchors)
+    _shapes.broadcastable("boxes", boxes, "anchors", anchors)
+    cy, cx, h, w = _centres_sizes(boxes)
+    acy, acx, ah, aw = _centres_sizes(anchors)
     return tf.stack(
         [
             wy * (cy - acy) / ah,
@@ -113,8 +117,10 @@ def decode_boxes(
         ``[..., 4]`` boxes ``(y1, x1, y2, x2)``.
     """
     wy, wx, wh, ww = weights
-    deltas = tf.convert_to_tensor(deltas, tf.float32)
-    acy, acx, ah, aw = _centres_sizes(tf.convert_to_tensor(anchors, tf.float32))
+    deltas = _shapes.boxes("deltas", deltas, layout="[..., 4] (dy, dx, dh, dw)")
+    anchors = _shapes.boxes("anchors", anchors)
+    _shapes.broadcastable("deltas", deltas, "anchors", anchors)
+    acy, acx, ah, aw = _centres_sizes(anchors)
     dy, dx, dh, dw = tf.unstack(deltas, axis=-1)
     cy = dy / wy * ah + acy
     cx = dx / wx * aw + acx
@@ -130,7 +136,7 @@ def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
         image_shape: ``(height, width)``, or ``[..., 2]`` per image (broadcast against the
             boxes' leading dimensions after adding a box axis, e.g. ``[batch, 1, 2]``).
     """
-    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    boxes = _shapes.boxes("boxes", boxes)
     image_shape = tf.cast(image_shape, tf.float32)
     height, width = image_shape[..., 0], image_shape[..., 1]
     y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
@@ -147,11 +153,12 @@ def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
 
 def from_coco(boxes: tf.Tensor) -> tf.Tensor:
     """COCO ``[..., (x, y, width, height)]`` -> ``[..., (y1, x1, y2, x2)]``."""
-    x, y, w, h = tf.unstack(tf.convert_to_tensor(boxes, tf.float32), axis=-1)
+    boxes = _shapes.boxes("boxes", boxes, layout="[..., 4] (x, y, w, h)")
+    x, y, w, h = tf.unstack(boxes, axis=-1)
     return tf.stack([y, x, y + h, x + w], axis=-1)
 
 
 def to_coco(boxes: tf.Tensor) -> tf.Tensor:
     """``[..., (y1, x1, y2, x2)]`` -> COCO ``[..., (x, y, width, height)]``."""
-    y1, x1, y2, x2 = tf.unstack(tf.convert_to_tensor(boxes, tf.float32), axis=-1)
+    y1, x1, y2, x2 = tf.unstack(_shapes.boxes("boxes", boxes), axis=-1)
     return tf.stack([x1, y1, x2 - x1, y2 - y1], axis=-1)

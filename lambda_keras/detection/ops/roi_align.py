@@ -22,6 +22,7 @@ import math
 import tensorflow as tf
 
 from lambda_keras import _validation as v
+from lambda_keras.detection.ops import _shapes
 
 __all__ = ["assign_pyramid_levels", "multilevel_roi_align", "roi_align"]
 
@@ -47,10 +48,15 @@ def roi_align(
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
     """
-    features = tf.convert_to_tensor(features)
+    features = _shapes.tensor(
+        "features", features, 4, "[batch, height, width, channels]", dtype=None
+    )
+    boxes = _shapes.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    _shapes.same_sizes("features", features, "boxes", boxes, axes=1)
+    if not tf.is_tensor(spatial_scale):
+        spatial_scale = v.positive_number("spatial_scale", spatial_scale)
     shape = tf.shape(features)
     flat = tf.reshape(features, [shape[0], shape[1] * shape[2], shape[3]])
-    boxes = tf.convert_to_tensor(boxes, tf.float32)
     ones = tf.ones_like(boxes[..., 0], tf.int32)
     return _roi_align_flat(
         flat,
@@ -82,7 +88,7 @@ def assign_pyramid_levels(
     Returns:
         ``[...]`` int32 levels.
     """
-    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    boxes = _shapes.boxes("boxes", boxes)
     height = tf.maximum(boxes[..., 2] - boxes[..., 0], 0.0)
     width = tf.maximum(boxes[..., 3] - boxes[..., 1], 0.0)
     size = tf.maximum(tf.sqrt(height * width), 1e-6)
@@ -111,7 +117,11 @@ def multilevel_roi_align(
         ``[batch, num_boxes, out_h, out_w, channels]``.
     """
     levels = _pyramid_levels(features)
-    maps = [tf.convert_to_tensor(features[f"P{level}"]) for level in levels]
+    layout = "[batch, height, width, channels]"
+    maps = [
+        _shapes.tensor(f"features['P{level}']", features[f"P{level}"], 4, layout, dtype=None)
+        for level in levels
+    ]
     channels = {m.shape[-1] for m in maps}
     if len(channels) > 1:
         received = {key: features[key].shape[-1] for key in sorted(features)}
@@ -126,7 +136,8 @@ def multilevel_roi_align(
     sizes = [s[1] * s[2] for s in shapes]
     offsets = tf.math.cumsum(tf.stack(sizes), exclusive=True)
 
-    boxes = tf.convert_to_tensor(boxes, tf.float32)
+    boxes = _shapes.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    _shapes.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
     index = (
         assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
         - levels[0]

@@ -1,0 +1,169 @@
+"""Bad arguments of the detection API: a ValueError/TypeError naming the argument and the value
+or shape received, raised before a graph is built (never a TensorFlow error from a slice or a
+matmul, never Keras' dump of the call's inputs)."""
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.detection import MaskRCNN, WarmupStepDecay, ops
+from lambda_keras.detection.serving import export_detector
+from lambda_keras.detection.trainer import DetectionConfig, prepare_data
+from tests.detection.tiny import tiny_backbone
+
+
+def z(*shape):
+    return np.zeros(shape, "float32")
+
+
+OP_CASES = {
+    "iou_rank_1": (
+        lambda: ops.box_iou(z(3), z(2, 4)),
+        r"`boxes1` must have shape \[\.\.\., 4\].*\(3,\)",
+    ),
+    "iou_three_coordinates": (lambda: ops.box_iou(z(2, 4), z(2, 3)), r"`boxes2`.*\(2, 3\)"),
+    "area": (lambda: ops.box_area(z(5, 2)), r"`boxes`.*\(5, 2\)"),
+    "encode_not_broadcastable": (
+        lambda: ops.encode_boxes(z(3, 4), z(2, 4)),
+        r"`boxes` and `anchors` must have broadcastable.*\(3, 4\) and \(2, 4\)",
+    ),
+    "decode_deltas": (lambda: ops.decode_boxes(z(3, 5), z(3, 4)), r"`deltas`.*\(dy, dx, dh, dw\)"),
+    "clip": (lambda: ops.clip_boxes(z(2, 2), (8, 8)), r"`boxes`.*\(2, 2\)"),
+    "from_coco": (lambda: ops.from_coco(z(2, 3)), r"\(x, y, w, h\).*\(2, 3\)"),
+    "levels": (lambda: ops.assign_pyramid_levels(z(2, 3), 2, 5), r"`boxes`.*\(2, 3\)"),
+    "roi_align_features_rank": (
+        lambda: ops.roi_align(z(8, 8, 4), z(1, 2, 4)),
+        r"`features` must have shape \[batch, height, width, channels\]; received.*\(8, 8, 4\)",
+    ),
+    "roi_align_boxes_rank": (
+        lambda: ops.roi_align(z(1, 8, 8, 4), z(2, 4)),
+        r"`boxes` must have shape \[batch, num_boxes, 4\]; received shape \(2, 4\)",
+    ),
+    "roi_align_batches": (
+        lambda: ops.roi_align(z(2, 8, 8, 4), z(3, 5, 4)),
+        r"`features` and `boxes` must agree.*\(2, 8, 8, 4\) and \(3, 5, 4\)",
+    ),
+    "roi_align_scale_zero": (
+        lambda: ops.roi_align(z(1, 8, 8, 4), z(1, 2, 4), spatial_scale=0),
+        "`spatial_scale` must be a positive number; received spatial_scale=0",
+    ),
+    "multilevel_level_rank": (
+        lambda: ops.multilevel_roi_align({"P2": z(1, 8, 8, 4), "P3": z(4, 4, 4)}, z(1, 2, 4)),
+        r"`features\['P3'\]` must have shape",
+    ),
+    "multilevel_boxes": (
+        lambda: ops.multilevel_roi_align({"P2": z(1, 8, 8, 4)}, z(1, 2, 2)),
+        r"`boxes` must have shape \[batch, num_boxes, 4\]",
+    ),
+    "nms_scores": (
+        lambda: ops.nms(z(5, 4), z(4), 3),
+        r"`boxes` and `scores` must agree.*\(5, 4\) and \(4,\)",
+    ),
+    "nms_scores_rank": (
+        lambda: ops.nms(z(5, 4), z(5, 1), 3),
+        r"`scores` must have shape \[\.\.\., n\]",
+    ),
+    "batched_nms_classes": (
+        lambda: ops.batched_nms(z(5, 4), z(5), np.zeros(6, "int32"), 3),
+        r"`boxes` and `classes` must agree.*\(6,\)",
+    ),
+    "paste_counts": (
+        lambda: ops.paste_masks(z(2, 28, 28), z(3, 4), (32, 32)),
+        r"`masks` and `boxes` must agree.*\(2, 28, 28\) and \(3, 4\)",
+    ),
+    "paste_masks_rank": (
+        lambda: ops.paste_masks(z(28, 28), z(1, 4), (32, 32)),
+        r"`masks` must have shape \[n, M, M\]; received shape \(28, 28\)",
+    ),
+    "crop_indices": (
+        lambda: ops.crop_masks(z(1, 2, 16, 16), z(1, 3, 4), np.zeros((1, 2), "int32")),
+        r"`boxes` and `mask_indices` must agree.*\(1, 3, 4\) and \(1, 2\)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(OP_CASES))
+def test_ops_name_the_argument_and_its_shape(case):
+    call, message = OP_CASES[case]
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def _classifier_backbone():
+    images = keras.Input((64, 64, 3))
+    return keras.Model(images, keras.layers.Conv2D(4, 3, strides=32)(images), name="plain")
+
+
+def test_backbone_without_a_pyramid_is_refused_when_built():
+    with pytest.raises(ValueError, match=r"'plain' outputs KerasTensor, missing \['P2'"):
+        MaskRCNN(_classifier_backbone(), num_classes=3)
+
+
+@pytest.mark.parametrize(
+    "shape, message",
+    [
+        ((64, 64, 3), r"\[batch, height, width, 3\]; received images of shape \(64, 64, 3\)"),
+        ((1, 64, 64, 1), r"received images of shape \(1, 64, 64, 1\)"),
+        ((1, 64, 64, 4), r"RGB images .*\(1, 64, 64, 4\)"),
+        ((1, 96, 64, 3), r"multiples of 64 .*\(1, 96, 64, 3\)"),
+    ],
+)
+def test_images_are_checked_before_keras_traces_the_call(shape, message):
+    model = MaskRCNN(tiny_backbone(), num_classes=3, fpn_channels=8, box_head_units=8)
+    with pytest.raises(ValueError, match=message) as info:
+        model(z(*shape))
+    assert "Arguments received" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"image_size": 100}, ValueError, "`image_size` must be a multiple of 64.*100"),
+        ({"image_size": 0}, ValueError, "`image_size` must be a positive integer"),
+        ({"image_size": 128.0}, ValueError, "`image_size` must be a positive integer"),
+        ({"model": "model.keras"}, TypeError, "`model` must be a MaskRCNN; received str"),
+        ({"path": None}, TypeError, "`path` must be a directory path; received None"),
+    ],
+)
+def test_export_detector_arguments(tmp_path, kwargs, error, message):
+    arguments = {"model": MaskRCNN(tiny_backbone(), num_classes=3), "path": str(tmp_path / "sm")}
+    with pytest.raises(error, match=message):
+        export_detector(**{"image_size": 128, **arguments, **kwargs})
+    assert not (tmp_path / "sm").exists()
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"peak": float("nan")}, "`peak` must be a positive number; received peak=nan"),
+        ({"peak": -0.1}, "`peak` must be a positive number"),
+        ({"warmup_steps": -5}, "`warmup_steps` must be an integer >= 0; received warmup_steps=-5"),
+        ({"warmup_steps": 2.5}, "`warmup_steps` must be an integer"),
+        ({"total_steps": 0}, "`total_steps` must be a positive integer"),
+        ({"boundaries": (0.9, 1.5)}, r"`boundaries` must be a number in \(0.0, 1.0\]"),
+        ({"boundaries": (0.95, 0.9)}, "`boundaries` must be increasing"),
+    ],
+)
+def test_schedule_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        WarmupStepDecay(**{"peak": 0.1, "warmup_steps": 10, "total_steps": 100, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"strategy": "multi_worker"}, "--strategy=multi_worker: Mask R-CNN trains with model.fit"),
+        ({"backbone_weights": "/no/such.weights.h5"}, "'/no/such.weights.h5' does not exist"),
+        ({"backbone_weights": "imagenet"}, "Unknown weights 'imagenet'.*'lambda_resnet50': none"),
+        (
+            {"backbone": "resnet_rs", "backbone_weights": "imagenet"},
+            "SHA-256 of the weights 'resnetrs50.tf_in1k'.*not pinned",
+        ),
+        ({"backbone": "resnet"}, "`backbone` must be one of 'lambda_resnet'"),
+    ],
+)
+def test_run_settings_that_would_fail_later_fail_before_the_data_is_read(tmp_path, kwargs, message):
+    config = DetectionConfig(shapes_dir=str(tmp_path / "data"), model_dir=str(tmp_path), **kwargs)
+    with pytest.raises(ValueError, match=message):
+        prepare_data(config)
+    assert not (tmp_path / "data").exists()  # nothing written
