@@ -24,6 +24,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lambda_keras import _validation as v
 from lambda_keras.preprocessing import eval_image, normalize
 
 __all__ = [
@@ -84,6 +85,7 @@ def digits_split(split: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
     """:func:`digits_split` as a source: the 8x8 images (values 0..16) scaled to 0..255,
     upsampled to ``image_size`` (nearest neighbour) and repeated over 3 channels."""
+    v.positive_int("image_size", image_size)
     images, labels = digits_split(split, seed)
     images = np.round(images * (255.0 / 16.0)).astype("uint8")
     images = tf.image.resize(images[..., None], (image_size, image_size), "nearest")
@@ -234,6 +236,11 @@ def load_source(
     ``image_size`` and ``seed`` apply to the digits (upsampling, train/test split);
     ``data_dir`` and ``manual_dir`` to TFDS.
     """
+    if not isinstance(dataset, str):
+        raise TypeError(
+            "`dataset` must be 'digits', 'folder:<root>' or a TFDS name; received "
+            f"{type(dataset).__name__}."
+        )
     if dataset == "digits":
         return digits_source(split, image_size=image_size, seed=seed)
     if dataset.startswith("folder:"):
@@ -265,6 +272,38 @@ def random_resized_crop(image, size: int, seed, scale=(0.08, 1.0), ratio=(3 / 4,
     crop = tf.slice(image, begin, extent)
     crop.set_shape([None, None, image.shape[-1]])
     return tf.image.resize(crop, (size, size), method="bicubic", antialias=True)
+
+
+def _check_dataset_arguments(
+    *,
+    image_size,
+    global_batch_size,
+    crop_fraction,
+    crop_scale,
+    randaugment_magnitude,
+    mixup_alpha,
+    cutmix_alpha,
+    shuffle_buffer,
+) -> None:
+    """:func:`make_dataset`'s arguments, before a pipeline is built (a bad value would fail in
+    a map function at the first batch, or not at all)."""
+    v.positive_int("image_size", image_size)
+    v.positive_int("global_batch_size", global_batch_size)
+    v.number_in("crop_fraction", crop_fraction, 0.0, 1.0, low_open=True)
+    if not isinstance(crop_scale, (tuple, list)) or len(crop_scale) != 2:
+        raise ValueError(
+            f"`crop_scale` must be (min, max) area fractions; received crop_scale={crop_scale!r}."
+        )
+    low = v.number_in("crop_scale", crop_scale[0], 0.0, 1.0, low_open=True)
+    if v.number_in("crop_scale", crop_scale[1], 0.0, 1.0, low_open=True) < low:
+        raise ValueError(
+            f"`crop_scale` must be (min, max) with min <= max; received crop_scale={crop_scale!r}."
+        )
+    if randaugment_magnitude is not None:
+        v.number_in("randaugment_magnitude", randaugment_magnitude, 0.0, 30.0)
+    v.number_in("mixup_alpha", mixup_alpha, 0.0, float("inf"), high_open=True)
+    v.number_in("cutmix_alpha", cutmix_alpha, 0.0, float("inf"), high_open=True)
+    v.positive_int("shuffle_buffer", shuffle_buffer)
 
 
 def make_dataset(
@@ -300,10 +339,16 @@ def make_dataset(
     augments only its own examples, and the replicas' batches at one step together hold the
     global batch a single pipeline would have made (exactly, with ``deterministic=True``).
     """
-    if global_batch_size < 1:
-        raise ValueError(f"`global_batch_size` must be positive; received {global_batch_size}.")
-    if not 0 < crop_fraction <= 1:
-        raise ValueError(f"`crop_fraction` must be in (0, 1]; received {crop_fraction}.")
+    _check_dataset_arguments(
+        image_size=image_size,
+        global_batch_size=global_batch_size,
+        crop_fraction=crop_fraction,
+        crop_scale=crop_scale,
+        randaugment_magnitude=randaugment_magnitude,
+        mixup_alpha=mixup_alpha,
+        cutmix_alpha=cutmix_alpha,
+        shuffle_buffer=shuffle_buffer,
+    )
     batch_size = global_batch_size
     if input_context is not None:
         batch_size = input_context.get_per_replica_batch_size(global_batch_size)

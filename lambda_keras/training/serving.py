@@ -11,9 +11,12 @@ Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batc
 
 from __future__ import annotations
 
+import os
+
 import keras
 import tensorflow as tf
 
+from lambda_keras import _validation as v
 from lambda_keras.preprocessing import eval_image, normalize
 
 __all__ = ["export_for_serving"]
@@ -23,6 +26,12 @@ def export_for_serving(
     model: keras.Model, path: str, image_size: int, crop_fraction: float = 0.875
 ) -> str:
     """Write ``model`` with the two serving signatures to ``path``; returns ``path``."""
+    if not isinstance(model, keras.Model):
+        raise TypeError(f"`model` must be a keras.Model; received {type(model).__name__}.")
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"`path` must be a directory path; received {path!r}.")
+    v.positive_int("image_size", image_size)
+    v.number_in("crop_fraction", crop_fraction, 0.0, 1.0, low_open=True)
 
     def classify(images):
         images = normalize(images)

@@ -99,6 +99,10 @@ def register_model(
 
 def list_models(pattern: str = "*") -> list[str]:
     """Registered model names matching a shell-style ``pattern`` (e.g. ``"lambda_resnet*"``)."""
+    if not isinstance(pattern, str):
+        raise TypeError(
+            f"`pattern` must be a shell-style string, e.g. 'lambda_resnet*'; received {pattern!r}."
+        )
     return sorted(name for name in _MODELS if fnmatch.fnmatch(name, pattern))
 
 

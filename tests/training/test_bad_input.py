@@ -149,3 +149,59 @@ def test_dataset_typo_without_tfds_says_what_the_name_is(monkeypatch):
 def test_export_flags(tmp_path):
     done = run("export.py", "--crop_fraction=2", cwd=tmp_path)
     assert done.returncode == 1 and "--crop_fraction must be in (0, 1]" in done.stderr
+
+
+DATASET_CASES = {
+    "image_size": (dict(image_size=-1), "`image_size` must be a positive integer"),
+    "batch": (dict(global_batch_size=0), "`global_batch_size` must be a positive integer"),
+    "crop_fraction": (dict(crop_fraction=1.5), r"`crop_fraction` must be a number in \(0.0, 1.0\]"),
+    "crop_scale_order": (
+        dict(crop_scale=(0.5, 0.2)),
+        r"min <= max; received crop_scale=\(0.5, 0.2\)",
+    ),
+    "crop_scale_zero": (dict(crop_scale=(0.0, 1.0)), "`crop_scale` must be a number in"),
+    "crop_scale_scalar": (dict(crop_scale=0.5), r"`crop_scale` must be \(min, max\)"),
+    "randaugment": (dict(randaugment_magnitude=50), r"`randaugment_magnitude`.*\[0.0, 30.0\]"),
+    "mixup": (dict(mixup_alpha=-1.0), "`mixup_alpha` must be a number in"),
+    "cutmix_nan": (dict(cutmix_alpha=float("nan")), "`cutmix_alpha`"),
+    "shuffle_buffer": (dict(shuffle_buffer=0), "`shuffle_buffer` must be a positive integer"),
+}
+
+
+@pytest.mark.parametrize("case", list(DATASET_CASES))
+def test_make_dataset_arguments(case):
+    kwargs, message = DATASET_CASES[case]
+    source = data.digits_source("test", image_size=32)
+    arguments = dict(training=True, image_size=32, global_batch_size=8)
+    with pytest.raises(ValueError, match=message):
+        data.make_dataset(source, **{**arguments, **kwargs})
+
+
+def test_load_source_arguments():
+    with pytest.raises(ValueError, match="`image_size` must be a positive integer"):
+        data.load_source("digits", "train", image_size=0)
+    with pytest.raises(TypeError, match="`dataset` must be 'digits', 'folder:<root>'"):
+        data.load_source(None, "train")
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (dict(image_size=0), ValueError, "`image_size` must be a positive integer"),
+        (dict(crop_fraction=0.0), ValueError, "`crop_fraction` must be a number in"),
+        (dict(model="model.keras"), TypeError, "`model` must be a keras.Model; received str"),
+        (dict(path=3), TypeError, "`path` must be a directory path"),
+    ],
+)
+def test_export_for_serving_arguments(tmp_path, kwargs, error, message):
+    import keras
+
+    from lambda_keras.training.serving import export_for_serving
+
+    model = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]
+    )
+    arguments = dict(model=model, path=str(tmp_path / "sv"), image_size=8)
+    with pytest.raises(error, match=message):
+        export_for_serving(**{**arguments, **kwargs})
+    assert not (tmp_path / "sv").exists()

@@ -44,6 +44,8 @@ def test_builder_arguments(case):
 def test_get_model_needs_a_name(name):
     with pytest.raises(TypeError, match="must be a registered name"):
         zoo.get_model(name)
+    with pytest.raises(TypeError, match="`pattern` must be a shell-style string"):
+        zoo.list_models(name)
 
 
 def test_resnet_rs_and_mobilenet_arguments():
