@@ -43,3 +43,24 @@ def test_python_samples_run(tmp_path, monkeypatch, capsys):
         "(None, 2048)" in printed
         and "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']" in printed
     )
+
+
+def test_resnet_rs_weights_table_matches_the_registered_weights():
+    from lambda_keras.zoo.resnet_rs import TIMM_WEIGHTS
+
+    for depth, w in TIMM_WEIGHTS.items():
+        row = next(
+            line
+            for line in README.splitlines()
+            if line.startswith(f"| `ResNetRS{depth}` ") and "tf_in1k" in line
+        )
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == f"`{w.name}`"
+        assert (int(cells[3]), int(cells[4]), float(cells[5])) == (
+            w.train_size,
+            w.test_size,
+            w.crop_fraction,
+        )
+        assert cells[6] == f"{w.timm_top1:.2f}%"
+        if w.authors_top1 is not None:
+            assert cells[7] == f"{w.authors_top1}%"

@@ -164,6 +164,9 @@ class TimmResNetRSWeights:
         train_size: Image side the authors trained at.
         test_size: Image side timm evaluates at (the registered ``input_size``).
         crop_fraction: timm's evaluation ``crop_pct``.
+        timm_top1: ImageNet top-1 (%) timm measured at ``test_size`` and ``crop_fraction``
+            (``results/results-imagenet.csv`` of huggingface/pytorch-image-models, commit
+            0173a13).
         authors_top1: ImageNet top-1 (%) the ResNet-RS authors report for this checkpoint at
             ``train_size`` (their README), or None where they list no such entry.
     """
@@ -172,6 +175,7 @@ class TimmResNetRSWeights:
     train_size: int
     test_size: int
     crop_fraction: float
+    timm_top1: float
     authors_top1: float | None
 
     @property
@@ -186,13 +190,13 @@ class TimmResNetRSWeights:
 TIMM_WEIGHTS: dict[int, TimmResNetRSWeights] = {
     w.depth: w
     for w in (
-        TimmResNetRSWeights(50, 160, 224, 0.91, 78.8),
-        TimmResNetRSWeights(101, 192, 288, 0.94, 81.2),
-        TimmResNetRSWeights(152, 256, 320, 1.0, 83.0),
-        TimmResNetRSWeights(200, 256, 320, 1.0, 83.4),
-        TimmResNetRSWeights(270, 256, 352, 1.0, 83.8),
-        TimmResNetRSWeights(350, 288, 384, 1.0, None),  # the authors list 256 and 320 only
-        TimmResNetRSWeights(420, 320, 416, 1.0, 84.4),
+        TimmResNetRSWeights(50, 160, 224, 0.91, 79.896, 78.8),
+        TimmResNetRSWeights(101, 192, 288, 0.94, 82.284, 81.2),
+        TimmResNetRSWeights(152, 256, 320, 1.0, 83.702, 83.0),
+        TimmResNetRSWeights(200, 256, 320, 1.0, 84.444, 83.4),
+        TimmResNetRSWeights(270, 256, 352, 1.0, 84.428, 83.8),
+        TimmResNetRSWeights(350, 288, 384, 1.0, 84.714, None),  # the authors list 256 and 320 only
+        TimmResNetRSWeights(420, 320, 416, 1.0, 85.006, 84.4),
     )
 }
 
