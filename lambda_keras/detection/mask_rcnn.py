@@ -286,14 +286,16 @@ def _check_images(shape: tuple) -> None:
 
 
 def _static_image_size(images) -> tuple[int, int]:
-    height, width = images.shape[1], images.shape[2]
-    if height is None or width is None or height % 64 or width % 64:
+    """The traced images' height and width: :func:`_check_images`'s rule, and both known."""
+    shape = tuple(images.shape)
+    _check_images(shape)
+    if shape[1] is None or shape[2] is None:
         raise ValueError(
-            "MaskRCNN needs images whose height and width are known when the model is traced "
-            f"and are multiples of 64 (the stride of P6); received images of shape "
-            f"{tuple(images.shape)}. Pad the batch (lambda_keras.detection data pipelines do)."
+            "MaskRCNN needs image heights and widths known when the model is traced (the "
+            f"anchors are built for them); received images of shape {shape}. Pad the batch "
+            "to a fixed size (lambda_keras.detection data pipelines do)."
         )
-    return int(height), int(width)
+    return int(shape[1]), int(shape[2])
 
 
 def _pick_class(mask_logits, classes):

@@ -198,6 +198,7 @@ class PreparedData:
     val_source: coco.CocoSource
     train_data: object  # tf.data.Dataset of (images, targets)
     strategy: tf.distribute.Strategy
+    resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
 def _backbone_model_name(config: DetectionConfig) -> str:
@@ -264,7 +265,8 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     strategy = make_strategy(config.strategy, config.tpu)
     recipe = RECIPES[config.recipe]
     train_source, val_source = _sources(config)
-    resume.check_resume(config.model_dir, _resume_settings(config, train_source.category_ids))
+    settings = _resume_settings(config, train_source.category_ids)
+    resume.check_resume(config.model_dir, settings)
     data = coco.make_dataset(
         train_source,
         image_size=config.image_size or recipe.image_size,
@@ -274,7 +276,7 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
         scale_range=recipe.scale_range,
         seed=config.seed,
     )
-    return PreparedData(train_source, val_source, data, strategy)
+    return PreparedData(train_source, val_source, data, strategy, settings)
 
 
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
@@ -299,9 +301,7 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
             jit_compile=config.jit_compile,
         )
     if is_chief(strategy):
-        resume.record_settings(
-            config.model_dir, _resume_settings(config, train_source.category_ids)
-        )
+        resume.record_settings(config.model_dir, prepared.resume_settings)
     print(
         f"Mask R-CNN, {config.backbone}{config.depth} backbone (width {config.width_multiplier}), "
         f"{train_source.num_classes} classes, {len(train_source.image_ids)} training images, "

@@ -35,10 +35,10 @@ def nms(
     max_output_size = v.positive_int("max_output_size", max_output_size)
     v.number_in("iou_threshold", iou_threshold, 0.0, 1.0)
     boxes = _shapes.boxes("boxes", boxes, layout="[..., n, 4]")
-    scores = _shapes.tensor("scores", scores, None, "[..., n]")
-    if boxes.shape.rank is not None:
-        scores = _shapes.tensor("scores", scores, boxes.shape.rank - 1, "[..., n]")
-        _shapes.same_sizes("boxes", boxes, "scores", scores, axes=boxes.shape.rank - 1)
+    rank = None if boxes.shape.rank is None else boxes.shape.rank - 1
+    scores = _shapes.tensor("scores", scores, rank, "[..., n]")
+    if rank is not None:
+        _shapes.same_sizes("boxes", boxes, "scores", scores, axes=rank)
     # TF sorts the coordinates of each box itself unless told they are already canonical.
     indices, num_valid = tf.image.non_max_suppression_padded(
         boxes,
