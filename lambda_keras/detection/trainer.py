@@ -49,7 +49,13 @@ __all__ = [
     "train",
 ]
 
-BACKBONES = ("lambda_resnet", "lambda_resnet_c4", "resnet_rs")
+# --backbone: the backbone class and its arguments beyond depth, width, batch norm and weights.
+_BACKBONE_CLASSES = {
+    "lambda_resnet": (zoo.LambdaResNetBackbone, {}),
+    "lambda_resnet_c4": (zoo.LambdaResNetBackbone, {"c4": True}),
+    "resnet_rs": (zoo.ResNetRSBackbone, {}),
+}
+BACKBONES = tuple(_BACKBONE_CLASSES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,12 +186,8 @@ def build_model(config: DetectionConfig, recipe: DetectionRecipe, num_classes: i
         "batch_norm": recipe.batch_norm,
         "weights": config.backbone_weights,
     }
-    if config.backbone == "resnet_rs":
-        backbone = zoo.ResNetRSBackbone(config.depth, **kwargs)
-    else:
-        backbone = zoo.LambdaResNetBackbone(
-            config.depth, c4=config.backbone == "lambda_resnet_c4", **kwargs
-        )
+    backbone_class, extra = _BACKBONE_CLASSES[config.backbone]
+    backbone = backbone_class(config.depth, **extra, **kwargs)
     return MaskRCNN(backbone, num_classes, **recipe.head_options)
 
 
@@ -201,13 +203,6 @@ class PreparedData:
     resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
-def _backbone_model_name(config: DetectionConfig) -> str:
-    """The zoo classifier whose body the backbone is (the weights registry's architecture)."""
-    if config.backbone == "resnet_rs":
-        return f"resnet_rs{config.depth}"
-    return f"lambda_resnet{config.depth}{'_c4' if config.backbone == 'lambda_resnet_c4' else ''}"
-
-
 def _check(config: DetectionConfig) -> None:
     """The settings that fail only once a model is built or a step runs, checked first."""
     v.one_of("recipe", config.recipe, list(RECIPES))
@@ -219,7 +214,9 @@ def _check(config: DetectionConfig) -> None:
             "mirrored or one_device."
         )
     # An unknown name or a missing file, before the data is read (the backbone loads it later).
-    resolved = resolve_weights(config.backbone_weights, _backbone_model_name(config))
+    backbone_class, extra = _BACKBONE_CLASSES[config.backbone]
+    architecture = backbone_class.classifier_name(config.depth, **extra)
+    resolved = resolve_weights(config.backbone_weights, architecture)
     if isinstance(resolved, WeightsSpec):
         require_pinned(resolved)
 

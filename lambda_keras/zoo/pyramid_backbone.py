@@ -200,7 +200,7 @@ class LambdaResNetBackbone(_PyramidBackbone):
         name: str | None = None,
         **kwargs,
     ):
-        model_name = f"lambda_resnet{_check_depth(depth)}{'_c4' if v.boolean('c4', c4) else ''}"
+        model_name = self.classifier_name(depth, c4)
         options = {
             "se_stages": SPECS[model_name].se_stages(True, se_in_lambda_stages=False),
             "lambda_config": LambdaConfig(implementation=implementation),
@@ -219,6 +219,11 @@ class LambdaResNetBackbone(_PyramidBackbone):
         )
         self.c4 = c4
         self.implementation = implementation
+
+    @staticmethod
+    def classifier_name(depth: int, c4: bool = False) -> str:
+        """The zoo classifier whose body this backbone is (its weights' architecture)."""
+        return f"lambda_resnet{_check_depth(depth)}{'_c4' if v.boolean('c4', c4) else ''}"
 
     def get_config(self) -> dict:
         return {**super().get_config(), "c4": self.c4, "implementation": self.implementation}
@@ -251,7 +256,7 @@ class ResNetRSBackbone(_PyramidBackbone):
         name: str | None = None,
         **kwargs,
     ):
-        model_name = f"resnet_rs{_check_depth(depth)}"
+        model_name = self.classifier_name(depth)
         options = {
             "se_stages": SPECS[model_name].se_stages(
                 v.boolean("se", se), se_in_lambda_stages=False
@@ -271,6 +276,11 @@ class ResNetRSBackbone(_PyramidBackbone):
             **kwargs,
         )
         self.se = se
+
+    @staticmethod
+    def classifier_name(depth: int) -> str:
+        """The zoo classifier whose body this backbone is (its weights' architecture)."""
+        return f"resnet_rs{_check_depth(depth)}"
 
     def get_config(self) -> dict:
         return {**super().get_config(), "se": self.se}
