@@ -38,6 +38,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from lambda_keras.training import resume
+
 __all__ = ["fit_with_strategy_run", "is_chief"]
 
 
@@ -196,7 +198,7 @@ class _EpochCheckpoint:
     """
 
     def __init__(self, model, strategy, model_dir: str, chief: bool):
-        backup_dir = os.path.join(model_dir, "backup")
+        backup_dir = os.path.join(model_dir, resume.BACKUP_DIR)
         self.write_dir = backup_dir
         if not chief:
             self.write_dir = os.path.join(backup_dir, f"worker-{strategy.cluster_resolver.task_id}")

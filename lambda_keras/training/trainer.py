@@ -294,7 +294,7 @@ def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> ker
 def _train_fit(config, model, inputs: _Inputs, epochs, steps_per_epoch) -> dict:
     """``model.fit`` with backups, logs and per-epoch checkpoints under ``model_dir``."""
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, "backup")),
+        keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
         keras.callbacks.ModelCheckpoint(os.path.join(config.model_dir, "checkpoint.keras")),
     ]
