@@ -24,7 +24,7 @@ from lambda_keras.detection.trainer import (
     train,
 )
 from lambda_keras.training.distribute import STRATEGIES
-from lambda_keras.zoo.resnet_rs import DEPTHS
+from lambda_keras.zoo.resnet_family import DEPTHS
 
 DEFAULTS = DetectionConfig()
 flags.DEFINE_string("train_annotations", None, "COCO annotations JSON of the training set.")

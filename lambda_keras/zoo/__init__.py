@@ -2,12 +2,12 @@
 
 * LambdaResNets and their -C4 variants (paper Table 19): ``LambdaResNet50`` ...
   ``LambdaResNet420C4`` in :mod:`.lambda_resnet`; their ResNet-RS baselines ``ResNetRS50`` ...
-  ``ResNetRS420`` and the family's spec table in :mod:`.resnet_rs`.
+  ``ResNetRS420`` in :mod:`.resnet_rs`; the family's spec table and body in :mod:`.resnet_family`.
 * ``ResNet50(layout="CCLL")``: the vanilla ResNet-50 placement study (Tables 3, 8, 12).
 * ``MobileNetV2`` and ``LambdaMobileNetV2`` (App. E.4.2, Table 17).
 * ``LambdaResNet26T``, ``LambdaResNet26RPT256``, ``LambdaResNet50TS``: Keras ports of timm's
-  ImageNet LambdaResNets, with ``weights="imagenet"`` (:mod:`.timm_lambda_resnet`,
-  :mod:`.convert_timm`).
+  ImageNet LambdaResNets, with ``weights="imagenet"`` (:mod:`.timm_lambda_resnet`; timm's
+  checkpoints map through :mod:`.timm_checkpoint`, the command line is :mod:`.convert_timm`).
 
 * ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for
   detection (:mod:`.pyramid_backbone`).
@@ -21,7 +21,9 @@ from lambda_keras.zoo import (
     lambda_resnet,
     mobilenet_v2,
     pyramid_backbone,
+    resnet_family,
     resnet_rs,
+    timm_checkpoint,
     timm_lambda_resnet,
     weights,
 )
@@ -113,7 +115,9 @@ __all__ = [
     "register_model",
     "register_weights",
     "registered_weights",
+    "resnet_family",
     "resnet_rs",
+    "timm_checkpoint",
     "timm_lambda_resnet",
     "weights",
 ]

@@ -15,40 +15,20 @@ The conversion is strict: every tensor of the checkpoint is used exactly once an
 of the Keras model is set exactly once. A checkpoint of another model, a missing or unexpected
 tensor or a shape mismatch is a ``ValueError`` naming the tensor, and nothing is written.
 
-How timm's tensors map (PyTorch is channels first, Keras channels last):
-
-* ``Conv2d`` weight ``[out, in, kh, kw]`` -> ``Conv2D`` kernel ``[kh, kw, in, out]``;
-* ``BatchNorm2d`` ``weight``, ``bias``, ``running_mean``, ``running_var`` -> ``gamma``,
-  ``beta``, ``moving_mean``, ``moving_variance`` (PyTorch's momentum 0.1 is Keras'
-  ``momentum=0.9``; both use ``epsilon=1e-5``); ``num_batches_tracked`` has no Keras
-  counterpart and is dropped;
-* the lambda layer's ``qkv`` 1x1 conv ``[q + k + v, in, 1, 1]`` -> ``qkv_kernel``
-  ``[in, q + k + v]`` (same column order: queries head-major, keys, values); ``norm_q`` /
-  ``norm_v`` -> ``query_norm`` / ``value_norm``; the lambda convolution ``Conv3d`` weight
-  ``[k, 1, r, r, 1]`` -> relative embeddings ``[r, r, 1, k, 1]`` and its bias ``[k]`` ->
-  ``position_bias`` ``[1, k]``; ``pos_emb`` ``[2H-1, 2W-1, k]`` -> ``[2H-1, 2W-1, 1, k, 1]``
-  (both index offsets the same way, ``i - size // 2``);
-* the classifier ``Linear`` ``[classes, in]`` -> ``Dense`` kernel ``[in, classes]``;
-* ResNet-RS (timm's ``ResNet`` with a deep stem, average-pool shortcuts and SE): the stem
-  ``conv1.{0,3,6}`` / ``bn1`` and the max-pool's replacement ``maxpool.{0,1}`` -> ``stem_1`` ...
-  ``stem_4``; ``layer{i}.{j}.conv{k}``/``bn{k}`` -> ``c{i+1}_block{j+1}_{k}_conv``/``_bn``;
-  ``se.fc1``/``se.fc2`` (1x1 convs with bias) -> ``_se_reduce``/``_se_expand``;
-  ``downsample.{1,2}`` -> ``_shortcut_conv``/``_shortcut_bn``; ``fc`` -> ``predictions``.
+How timm's tensors map: :mod:`lambda_keras.zoo.timm_checkpoint`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from collections.abc import Callable
 
 import keras
 import numpy as np
 
-from lambda_keras.zoo import resnet_rs, timm_lambda_resnet
+from lambda_keras.zoo import resnet_rs, timm_checkpoint, timm_lambda_resnet
+from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import model_builder
-from lambda_keras.zoo.weights import save_weights_atomically
 
 __all__ = ["MODELS", "assign_checkpoint", "convert", "keras_weights", "read_checkpoint"]
 
@@ -56,193 +36,25 @@ LAMBDA_RESNETS = tuple(timm_lambda_resnet.SPECS)
 RESNET_RS = tuple(f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS)
 MODELS = LAMBDA_RESNETS + RESNET_RS
 
-_BN = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean"}
-_BN["running_var"] = "moving_variance"
-# timm's module inside a block -> the Keras layer (suffix of the block's name).
-_BLOCK_MODULES = {
-    "shortcut.conv": "shortcut_conv",
-    "shortcut.bn": "shortcut_bn",
-    "conv1_1x1.conv": "1_conv",
-    "conv1_1x1.bn": "1_bn",
-    "conv2_kxk.conv": "2_conv",
-    "conv2_kxk.bn": "2_bn",
-    "post_attn": "2_bn",
-    "conv3_1x1.conv": "3_conv",
-    "conv3_1x1.bn": "3_bn",
-    "self_attn.norm_q": "2_lambda/query_norm",
-    "self_attn.norm_v": "2_lambda/value_norm",
-}
+read_checkpoint = timm_checkpoint.read_checkpoint
 
 
-def _conv_kernel(w):
-    return np.transpose(w, (2, 3, 1, 0))
-
-
-def _same(w):
-    return w
-
-
-# Lambda-layer tensors: timm's name -> (Keras weight under the block's ``_2_lambda``, transform).
-_LAMBDA_TENSORS: dict[str, tuple[str, Callable]] = {
-    "self_attn.qkv.weight": ("qkv_kernel", lambda w: w[:, :, 0, 0].T),
-    "self_attn.conv_lambda.weight": (
-        "position_embedding/embeddings",
-        lambda w: np.transpose(w[:, 0, :, :, 0], (1, 2, 0))[:, :, None, :, None],
-    ),
-    "self_attn.conv_lambda.bias": ("position_bias", lambda w: w[None, :]),
-    "self_attn.pos_emb": ("position_embedding/embeddings", lambda w: w[:, :, None, :, None]),
-}
-
-
-def _classifier(tensor: str) -> tuple[str, Callable]:
-    if tensor == "weight":
-        return "predictions/kernel", lambda w: w.T
-    return "predictions/bias", _same
-
-
-def _lambda_resnet_target(key: str) -> tuple[str, Callable]:
-    """The Keras weight of tensor ``key`` of timm's LambdaResNets (``ByobNet``)."""
-    if key in ("head.fc.weight", "head.fc.bias"):
-        return _classifier(key.rpartition(".")[2])
-    stem = re.fullmatch(r"stem\.conv(\d)\.(conv|bn)\.(\w+)", key)
-    if stem:
-        return _layer_weight(f"stem_{stem[1]}_{stem[2]}", stem[3])
-    block = re.fullmatch(r"stages\.(\d+)\.(\d+)\.(.+)", key)
-    if block:
-        name = f"c{int(block[1]) + 2}_block{int(block[2]) + 1}"
-        rest = block[3]
-        if rest in _LAMBDA_TENSORS:
-            path, transform = _LAMBDA_TENSORS[rest]
-            return f"{name}_2_lambda/{path}", transform
-        module, _, tensor = rest.rpartition(".")
-        if module in _BLOCK_MODULES:
-            return _layer_weight(f"{name}_{_BLOCK_MODULES[module]}", tensor)
-    raise ValueError(f"Unexpected tensor {key!r}: not a tensor of timm's LambdaResNets.")
-
-
-# timm's ResNet-RS stem: module -> Keras layer.
-_RS_STEM = {
-    "conv1.0": "stem_1_conv",
-    "conv1.1": "stem_1_bn",
-    "conv1.3": "stem_2_conv",
-    "conv1.4": "stem_2_bn",
-    "conv1.6": "stem_3_conv",
-    "bn1": "stem_3_bn",
-    "maxpool.0": "stem_4_conv",
-    "maxpool.1": "stem_4_bn",
-}
-_RS_BLOCK = {"downsample.1": "shortcut_conv", "downsample.2": "shortcut_bn"}
-_RS_BLOCK.update({f"conv{k}": f"{k}_conv" for k in (1, 2, 3)})
-_RS_BLOCK.update({f"bn{k}": f"{k}_bn" for k in (1, 2, 3)})
-
-
-def _resnet_rs_target(key: str) -> tuple[str, Callable]:
-    """The Keras weight of tensor ``key`` of timm's ``resnetrs*`` (``ResNet``)."""
-    module, _, tensor = key.rpartition(".")
-    if module == "fc" and tensor in ("weight", "bias"):
-        return _classifier(tensor)
-    if module in _RS_STEM:
-        return _layer_weight(_RS_STEM[module], tensor)
-    block = re.fullmatch(r"layer(\d)\.(\d+)\.(.+)", module)
-    if block:
-        name = f"c{int(block[1]) + 1}_block{int(block[2]) + 1}"
-        if block[3] in ("se.fc1", "se.fc2"):
-            layer = f"{name}_se_{'reduce' if block[3] == 'se.fc1' else 'expand'}"
-            if tensor == "weight":
-                return f"{layer}/kernel", _conv_kernel
-            if tensor == "bias":
-                return f"{layer}/bias", _same
-        elif block[3] in _RS_BLOCK:
-            return _layer_weight(f"{name}_{_RS_BLOCK[block[3]]}", tensor)
-    raise ValueError(f"Unexpected tensor {key!r}: not a tensor of timm's ResNet-RS.")
-
-
-def _layer_weight(layer: str, tensor: str) -> tuple[str, Callable]:
-    if layer.endswith("_conv") and tensor == "weight":
-        return f"{layer}/kernel", _conv_kernel
-    if tensor in _BN and not layer.endswith("_conv"):
-        return f"{layer}/{_BN[tensor]}", _same
-    raise ValueError(f"Unexpected tensor {tensor!r} of {layer!r}.")
+def _family(model_name: str) -> str:
+    if model_name not in MODELS:
+        raise ValueError(f"`model_name` must be one of {MODELS}; received {model_name!r}.")
+    return weights_lib.timm_family(model_name)
 
 
 def keras_weights(state: dict[str, np.ndarray], model_name: str) -> dict[str, np.ndarray]:
-    """timm state dict of ``model_name`` -> ``{keras weight path: array}``; every tensor used
-    once (``num_batches_tracked`` has no Keras counterpart and is dropped)."""
-    target = _resnet_rs_target if model_name in RESNET_RS else _lambda_resnet_target
-    converted: dict[str, np.ndarray] = {}
-    sources: dict[str, str] = {}
-    for key in sorted(state):
-        if key.endswith(".num_batches_tracked"):
-            continue
-        path, transform = target(key)
-        if path in converted:
-            raise ValueError(f"Tensors {sources[path]!r} and {key!r} both map to {path!r}.")
-        converted[path] = np.asarray(transform(np.asarray(state[key])), dtype="float32")
-        sources[path] = key
-    return converted
+    """timm state dict of ``model_name`` -> ``{keras weight path: array}``
+    (:func:`lambda_keras.zoo.timm_checkpoint.keras_weights`)."""
+    return timm_checkpoint.keras_weights(state, _family(model_name))
 
 
 def assign_checkpoint(model: keras.Model, state: dict[str, np.ndarray], model_name: str) -> None:
-    """Set every weight of ``model`` (a timm port built as ``model_name``) from ``state``.
-
-    Raises:
-        ValueError: a tensor of ``state`` has no place in the model, a weight of the model has
-            no tensor, or shapes differ; the message names the tensor. Nothing is assigned then.
-    """
-    if model_name not in MODELS:
-        raise ValueError(f"`model_name` must be one of {MODELS}; received {model_name!r}.")
-    converted = keras_weights(state, model_name)
-    variables = {w.path: w for w in model.weights}
-    missing = sorted(set(variables) - set(converted))
-    unexpected = sorted(set(converted) - set(variables))
-    if missing or unexpected:
-        raise ValueError(
-            f"The checkpoint does not hold timm's {model_name!r}: "
-            f"{len(missing)} weight(s) of the Keras model have no tensor "
-            f"(first: {missing[:3]}), {len(unexpected)} tensor(s) have no place in it "
-            f"(first: {unexpected[:3]})."
-        )
-    for path, value in converted.items():
-        expected = tuple(variables[path].shape)
-        if value.shape != expected:
-            raise ValueError(
-                f"Shape mismatch for {path!r}: the checkpoint's tensor gives {value.shape}, "
-                f"{model_name!r} has {expected} (another model or number of classes?)."
-            )
-    for path, value in converted.items():
-        variables[path].assign(value)
-
-
-def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """A timm checkpoint as ``{name: float32 array}``: ``.safetensors`` (NumPy only) or
-    ``.bin``/``.pth``/``.pt`` (needs PyTorch)."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"`checkpoint` {path!r} is not a file.")
-    if path.endswith(".safetensors"):
-        try:
-            from safetensors.numpy import load_file
-        except ImportError as err:
-            raise ImportError(
-                "Reading .safetensors needs the safetensors package: "
-                'pip install "lambda-keras[timm]".'
-            ) from err
-        try:
-            return dict(load_file(path))
-        except Exception as err:  # safetensors raises its own error types
-            raise ValueError(f"{path!r} is not a readable .safetensors file: {err}") from err
-    if path.endswith((".bin", ".pth", ".pt")):
-        try:
-            import torch
-        except ImportError as err:
-            raise ImportError(
-                f"Reading {path!r} needs PyTorch; or convert timm's model.safetensors instead."
-            ) from err
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        return {k: t.float().numpy() for k, t in state.items()}
-    raise ValueError(
-        f"`checkpoint` must be a .safetensors, .bin, .pth or .pt file; received {path!r}."
-    )
+    """Set every weight of ``model`` (a timm port built as ``model_name``) from ``state``
+    (:func:`lambda_keras.zoo.timm_checkpoint.assign_checkpoint`: strict, names the tensor)."""
+    timm_checkpoint.assign_checkpoint(model, state, _family(model_name), model_name)
 
 
 def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:
@@ -265,7 +77,7 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
         size = timm_lambda_resnet.SPECS[model_name].image_size
     model = model_builder(model_name)(weights=None, classes=classes, input_shape=(size, size, 3))
     assign_checkpoint(model, state, model_name)
-    save_weights_atomically(model, output)
+    weights_lib.save_weights_atomically(model, output)
     return output
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import keras
 
-from lambda_keras.zoo import _common
+from lambda_keras.zoo import applications
 from lambda_keras.zoo.registry import register_model
 from lambda_keras.zoo.resnet_blocks import LambdaConfig, NormConfig, bottleneck, classic_stem
 
@@ -21,8 +21,8 @@ __all__ = ["ResNet50", "decode_predictions", "preprocess_input"]
 BLOCKS = (3, 4, 6, 3)
 WIDTHS = (64, 128, 256, 512)
 
-preprocess_input = _common.preprocess_input
-decode_predictions = _common.decode_predictions
+preprocess_input = applications.preprocess_input
+decode_predictions = applications.decode_predictions
 
 
 def _check_layout(layout) -> str:
@@ -98,7 +98,7 @@ def ResNet50(
 
     suffix = "" if layout == "CCCC" else "_" + layout.lower()
     name = name or "resnet50" + suffix
-    app = _common.ApplicationArgs(
+    app = applications.ApplicationArgs(
         include_top,
         weights,
         input_tensor,
@@ -108,7 +108,7 @@ def ResNet50(
         classifier_activation,
         name,
     )
-    return _common.build(
+    return applications.build(
         app,
         architecture="resnet50" + suffix + (f"_u{intra_depth}" if intra_depth > 1 else ""),
         body=body,

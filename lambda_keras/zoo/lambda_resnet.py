@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import keras
 
-from lambda_keras.zoo import _common
+from lambda_keras.zoo import applications
 from lambda_keras.zoo.resnet_blocks import LambdaConfig
-from lambda_keras.zoo.resnet_rs import SPECS, build_family_model, family_model
+from lambda_keras.zoo.resnet_family import SPECS, build_family_model, family_model
 
 __all__ = [
     "LambdaResNet50",
@@ -40,8 +40,8 @@ __all__ = [
     "preprocess_input",
 ]
 
-preprocess_input = _common.preprocess_input
-decode_predictions = _common.decode_predictions
+preprocess_input = applications.preprocess_input
+decode_predictions = applications.decode_predictions
 
 _LAMBDA_DOC = """
         key_dim, num_heads, intra_depth, scope_size, implementation: The lambda layers'
@@ -69,7 +69,7 @@ def _lambda_resnet(
     lambda_config = LambdaConfig(key_dim, num_heads, intra_depth, scope_size, implementation)
     return build_family_model(
         spec,
-        _common.ApplicationArgs(**application_args),
+        applications.ApplicationArgs(**application_args),
         se_stages=spec.se_stages(True, se_in_lambda_stages),
         dropout_rate=dropout_rate,
         stochastic_depth_rate=stochastic_depth_rate,

@@ -14,7 +14,7 @@ import keras
 from lambda_keras import _validation as v
 from lambda_keras.layers import LambdaLayer
 from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
-from lambda_keras.zoo import _common
+from lambda_keras.zoo import applications
 from lambda_keras.zoo.registry import register_model
 
 __all__ = ["LambdaMobileNetV2", "MobileNetV2", "decode_predictions", "preprocess_input"]
@@ -32,8 +32,8 @@ STAGES = (
 PAPER_LAMBDA_BLOCKS = (10, 16)
 BN = {"momentum": 0.99, "epsilon": 1e-3}
 
-preprocess_input = _common.preprocess_input
-decode_predictions = _common.decode_predictions
+preprocess_input = applications.preprocess_input
+decode_predictions = applications.decode_predictions
 
 
 def make_divisible(value: float, divisor: int = 8) -> int:
@@ -135,7 +135,7 @@ def _check_lambda_blocks(lambda_blocks, alpha: float, lambda_options: dict) -> N
 
 
 def _mobilenet_v2(
-    app: _common.ApplicationArgs,
+    app: applications.ApplicationArgs,
     *,
     architecture: str,
     lambda_blocks: tuple[int, ...],
@@ -167,7 +167,7 @@ def _mobilenet_v2(
         x = keras.layers.BatchNormalization(name="head_bn", **BN)(x)
         return keras.layers.ReLU(6.0, name="features")(x)
 
-    return _common.build(app, architecture=architecture, body=body, dropout_rate=dropout_rate)
+    return applications.build(app, architecture=architecture, body=body, dropout_rate=dropout_rate)
 
 
 @register_model("mobilenet_v2")
@@ -192,7 +192,7 @@ def MobileNetV2(
         alpha: Width multiplier.
         dropout_rate: Dropout before the classifier (0.2, App. F.3).
     """
-    app = _common.ApplicationArgs(
+    app = applications.ApplicationArgs(
         include_top,
         weights,
         input_tensor,
@@ -243,7 +243,7 @@ def LambdaMobileNetV2(
         key_dim, num_heads, scope_size, implementation: The lambda convolution (paper: 32, 4,
             5x5).
     """
-    app = _common.ApplicationArgs(
+    app = applications.ApplicationArgs(
         include_top,
         weights,
         input_tensor,

@@ -28,9 +28,9 @@ import keras
 
 from lambda_keras import _validation as v
 from lambda_keras.layers.model_layers import all_layers
-from lambda_keras.zoo import _common
+from lambda_keras.zoo import applications
 from lambda_keras.zoo.resnet_blocks import LambdaConfig
-from lambda_keras.zoo.resnet_rs import DEPTHS, SPECS, build_family_model
+from lambda_keras.zoo.resnet_family import DEPTHS, SPECS, build_family_model
 
 __all__ = ["BATCH_NORM_MODES", "LambdaResNetBackbone", "PYRAMID_LEVELS", "ResNetRSBackbone"]
 
@@ -65,7 +65,7 @@ class _PyramidBackbone(keras.Model):
         input_shape = _check_input_shape(input_shape)
         classifier = build_family_model(
             SPECS[model_name],
-            _common.ApplicationArgs(
+            applications.ApplicationArgs(
                 include_top=False, weights=weights, input_shape=input_shape, name=model_name
             ),
             dropout_rate=0.0,

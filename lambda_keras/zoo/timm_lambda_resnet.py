@@ -32,7 +32,7 @@ import keras
 import tensorflow as tf
 
 from lambda_keras import preprocessing
-from lambda_keras.zoo import _common
+from lambda_keras.zoo import applications
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import register_model
 from lambda_keras.zoo.resnet_blocks import (
@@ -55,10 +55,8 @@ __all__ = [
     "preprocess_input",
 ]
 
-preprocess_input = _common.preprocess_input
-decode_predictions = _common.decode_predictions
-
-HUB = "https://huggingface.co"
+preprocess_input = applications.preprocess_input
+decode_predictions = applications.decode_predictions
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,10 +107,6 @@ class TimmLambdaResNetSpec:
     def weights_name(self) -> str:
         """The registered weights' name (timm's ``model.tag``)."""
         return self.hub_id.split("/", 1)[1]
-
-    @property
-    def weights_url(self) -> str:
-        return f"{HUB}/{self.hub_id}/resolve/main/model.safetensors"
 
 
 def _stages(*stages: tuple[int, int, int, tuple[int, ...]]) -> tuple[TimmStage, ...]:
@@ -172,23 +166,15 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
 }
 
 
-def _register_imagenet_weights() -> None:
-    for spec in SPECS.values():
-        weights_lib.register_weights(
-            weights_lib.WeightsSpec(
-                name=spec.weights_name,
-                url=spec.weights_url,
-                sha256=spec.sha256,
-                architecture=spec.name,
-                input_size=spec.image_size,
-                crop_fraction=spec.crop_fraction,
-                source_format="timm",
-                aliases=("imagenet",),
-            )
-        )
-
-
-_register_imagenet_weights()
+for _spec in SPECS.values():
+    weights_lib.register_timm_weights(
+        architecture=_spec.name,
+        family="byobnet",
+        hub_id=_spec.hub_id,
+        sha256=_spec.sha256,
+        input_size=_spec.image_size,
+        crop_fraction=_spec.crop_fraction,
+    )
 
 
 def eval_image(image, spec_or_name: TimmLambdaResNetSpec | str):
@@ -259,10 +245,10 @@ _DOC = """
 def _timm_lambda_resnet(model_name: str, *, implementation: str, **application_args) -> keras.Model:
     """What every timm port's builder does, with its own arguments."""
     spec = SPECS[model_name]
-    app = _common.ApplicationArgs(**application_args)
+    app = applications.ApplicationArgs(**application_args)
     if spec.fixed_input_size:
         _check_fixed_input(spec, app)
-    return _common.build(
+    return applications.build(
         app,
         architecture=spec.name,
         body=timm_lambda_resnet_body(spec, implementation),
@@ -272,7 +258,7 @@ def _timm_lambda_resnet(model_name: str, *, implementation: str, **application_a
     )
 
 
-def _check_fixed_input(spec: TimmLambdaResNetSpec, app: _common.ApplicationArgs) -> None:
+def _check_fixed_input(spec: TimmLambdaResNetSpec, app: applications.ApplicationArgs) -> None:
     """Relative position embeddings are sized to the map: the input size must be static, and
     the ImageNet weights' (256x256)."""
     shape = app.input_shape
@@ -296,10 +282,10 @@ def _check_fixed_input(spec: TimmLambdaResNetSpec, app: _common.ApplicationArgs)
 
 def _timm_model(name: str) -> Callable:
     spec = SPECS[name]
-    doc = _common.APPLICATION_ARGS_DOC.replace(
+    doc = applications.APPLICATION_ARGS_DOC.replace(
         "default ``(224, 224, 3)``", f"default ``({spec.image_size}, {spec.image_size}, 3)``"
     )
-    return register_model(name, spec=spec, doc=doc + _DOC + _common.RETURNS_DOC)
+    return register_model(name, spec=spec, doc=doc + _DOC + applications.RETURNS_DOC)
 
 
 @_timm_model("lambda_resnet26t")

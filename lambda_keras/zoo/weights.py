@@ -10,8 +10,10 @@ No official LambdaResNet weights exist; the registry is how weights trained with
 
 Files are fetched once with ``keras.utils.get_file`` into the Keras cache and verified against
 their SHA-256 before anything is loaded. A file in timm's format (``source_format="timm"``, a
-``model.safetensors``) is converted with :mod:`lambda_keras.zoo.convert_timm` the first time
-and the Keras ``.weights.h5`` cached beside it.
+``model.safetensors``) is converted the first time
+and the Keras ``.weights.h5`` cached beside it
+(:mod:`lambda_keras.zoo.timm_checkpoint`; such files are registered with
+:func:`register_timm_weights`).
 """
 
 from __future__ import annotations
@@ -23,13 +25,17 @@ import warnings
 
 import keras
 
+from lambda_keras.zoo import timm_checkpoint
+
 __all__ = [
     "WeightsSpec",
     "fetch_weights",
+    "register_timm_weights",
     "register_weights",
     "registered_weights",
     "require_pinned",
     "resolve_weights",
+    "timm_family",
     "unregister_weights",
 ]
 
@@ -89,6 +95,10 @@ class WeightsSpec:
 
 
 _REGISTRY: dict[str, WeightsSpec] = {}
+# Zoo architecture -> the timm model class its timm checkpoints come from
+# (:data:`lambda_keras.zoo.timm_checkpoint.FAMILIES`).
+_TIMM_FAMILIES: dict[str, str] = {}
+HUB = "https://huggingface.co"
 # Where fetched files go: None is the Keras cache (``$KERAS_HOME``, default ``~/.keras``),
 # under ``lambda_keras/``.
 CACHE_DIR: str | None = None
@@ -99,6 +109,47 @@ def register_weights(spec: WeightsSpec, overwrite: bool = False) -> None:
     if spec.name in _REGISTRY and not overwrite:
         raise ValueError(f"Weights {spec.name!r} are already registered; pass overwrite=True.")
     _REGISTRY[spec.name] = spec
+
+
+def register_timm_weights(
+    *,
+    architecture: str,
+    family: str,
+    hub_id: str,
+    sha256: str | None,
+    input_size: int,
+    crop_fraction: float,
+) -> WeightsSpec:
+    """Register timm's ImageNet ``model.safetensors`` of ``hub_id`` (``timm/<model>.<tag>`` on
+    the Hugging Face Hub) as ``weights="imagenet"`` of the zoo's ``architecture``, whose timm
+    model class is ``family`` (``"byobnet"`` or ``"resnet"``); converted on first use."""
+    if family not in timm_checkpoint.FAMILIES:
+        raise ValueError(
+            f"`family` must be one of {timm_checkpoint.FAMILIES}; received {family!r}."
+        )
+    spec = WeightsSpec(
+        name=hub_id.split("/", 1)[1],
+        url=f"{HUB}/{hub_id}/resolve/main/model.safetensors",
+        sha256=sha256,
+        architecture=architecture,
+        input_size=input_size,
+        crop_fraction=crop_fraction,
+        source_format="timm",
+        aliases=("imagenet",),
+    )
+    register_weights(spec)
+    _TIMM_FAMILIES[architecture] = family
+    return spec
+
+
+def timm_family(architecture: str) -> str:
+    """The timm model class (``"byobnet"`` or ``"resnet"``) of ``architecture``'s checkpoints."""
+    if architecture not in _TIMM_FAMILIES:
+        raise ValueError(
+            f"No timm checkpoint layout is known for {architecture!r}; timm ports: "
+            f"{sorted(_TIMM_FAMILIES)}."
+        )
+    return _TIMM_FAMILIES[architecture]
 
 
 def unregister_weights(name: str) -> None:
@@ -210,9 +261,12 @@ def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
     if os.path.exists(converted):
         load_into(model, converted, spec.architecture)
         return
-    from lambda_keras.zoo import convert_timm  # its checks need the zoo's builders
-
-    convert_timm.assign_checkpoint(model, convert_timm.read_checkpoint(path), spec.architecture)
+    timm_checkpoint.assign_checkpoint(
+        model,
+        timm_checkpoint.read_checkpoint(path),
+        timm_family(spec.architecture),
+        spec.architecture,
+    )
     save_weights_atomically(model, converted)
 
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from lambda_keras import zoo
-from lambda_keras.zoo import convert_timm
+from lambda_keras.zoo import convert_timm, timm_checkpoint
 from lambda_keras.zoo import weights as weights_lib
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
@@ -236,7 +236,7 @@ def test_registered_timm_weights_convert_once_and_are_cached(tmp_path, monkeypat
         first = zoo.LambdaResNet26T(weights="test_timm_26t")
         cached = tmp_path / "cache" / "lambda_keras" / "test_timm_26t.weights.h5"
         assert cached.exists()
-        monkeypatch.setattr(convert_timm, "assign_checkpoint", None)  # must not convert again
+        monkeypatch.setattr(timm_checkpoint, "assign_checkpoint", None)  # must not convert again
         second = zoo.LambdaResNet26T(weights="test_timm_26t", include_top=False, pooling="avg")
         x = np.random.default_rng(1).normal(size=(1, 256, 256, 3)).astype("float32")
         np.testing.assert_allclose(

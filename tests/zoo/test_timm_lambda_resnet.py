@@ -128,7 +128,7 @@ def test_decode_predictions_is_offline_imagenet():
         ("n15075141", "toilet_tissue", pytest.approx(0.1)),
     ]
     assert decoded[1][0][:2] == ("n01440764", "tench")
-    assert len({wnid for wnid, _ in zoo._common.imagenet_classes()}) == 1000
+    assert len({wnid for wnid, _ in zoo.applications.imagenet_classes()}) == 1000
     with pytest.raises(ValueError, match=r"\[batch, 1000\].*\(2, 10\)"):
         tlr.decode_predictions(np.zeros((2, 10)))
 

@@ -32,7 +32,7 @@ from safetensors.numpy import save_file
 
 from lambda_keras.preprocessing import eval_image
 from lambda_keras.zoo import registry, resnet_rs, timm_lambda_resnet
-from lambda_keras.zoo._common import preprocess_input
+from lambda_keras.zoo.applications import preprocess_input
 from lambda_keras.zoo.convert_timm import MODELS, RESNET_RS
 
 

@@ -1,4 +1,5 @@
-"""What every zoo builder shares: the keras.applications signature, checks, head, weights."""
+"""The keras.applications signature every zoo builder takes, its checks, and the shared builder
+(input, body, classifier head, weights); ImageNet preprocessing and class names."""
 
 from __future__ import annotations
 
