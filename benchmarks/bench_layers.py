@@ -2,8 +2,9 @@
 
 Prints, for the paper's c4/c5 shapes at 224px (14x14 x 256 and 7x7 x 512 maps, batch 32,
 |k|=16, |h|=4, scope 23, 7 and global), the forward and forward+backward time (ms, median of
-``--repeats`` runs of a ``tf.function`` without XLA, training mode) and the peak memory the
-step allocates (TensorFlow's CPU allocator, MiB) of every implementation, of ``auto`` and,
+``--repeats`` runs of a ``tf.function`` without XLA, training mode) and the peak resident
+memory one step adds (MiB, each measured in a fresh process: works on every CPU) of every
+implementation, of ``auto`` and,
 when ``timm`` is installed, of timm's PyTorch ``LambdaLayer`` with the same configuration,
 side by side. Then the peak memory of a global lambda layer at 64x64 next to
 ``keras.layers.MultiHeadAttention`` (8 heads) on the same input.
@@ -41,8 +42,8 @@ from arguments import positive_int
 from timing import median_seconds
 
 from lambda_keras.layers import LambdaLayer
+from lambda_keras.profiling import measure_layer_call
 
-MIB = 2**20
 SHAPES = {"c4": (14, 256), "c5": (7, 512)}  # map side, channels at 224px
 SCOPES = [23, 7, None]
 IMPLEMENTATIONS = ["einsum", "conv", "depthwise", "auto"]
@@ -52,13 +53,11 @@ def median_ms(fn, repeats: int) -> float:
     return median_seconds(fn, repeats) * 1e3
 
 
-def peak_mib(fn) -> float:
-    """Peak bytes allocated by TensorFlow on the CPU during ``fn()``, above what was live."""
-    fn()
-    tf.config.experimental.reset_memory_stats("CPU:0")
-    before = tf.config.experimental.get_memory_info("CPU:0")["current"]
-    fn()
-    return (tf.config.experimental.get_memory_info("CPU:0")["peak"] - before) / MIB
+def peak_mib(layer: keras.layers.Layer, shape, **options) -> float:
+    """Peak resident memory (MiB) one call of ``layer`` adds, measured in a fresh process
+    (:func:`lambda_keras.profiling.measure_layer_call`: any CPU, any backend)."""
+    config = keras.saving.serialize_keras_object(layer)
+    return measure_layer_call(config, tuple(shape), **options).peak_mib
 
 
 def keras_steps(layer: keras.layers.Layer, x: np.ndarray):
@@ -117,8 +116,11 @@ def fmt(value, width=9, digits=1):
     return f"{value:>{width}.{digits}f}" if isinstance(value, float) else f"{value:>{width}}"
 
 
-def layer_table(batch: int, repeats: int, use_timm: bool):
-    print(f"\n## Lambda layer, batch {batch}, |k|=16, |h|=4 (ms: median of {repeats}; MiB: peak)")
+def layer_table(batch: int, repeats: int, use_timm: bool, memory: bool):
+    print(
+        f"\n## Lambda layer, batch {batch}, |k|=16, |h|=4 (ms: median of {repeats}; "
+        "MiB: peak resident memory the call adds, in a fresh process)"
+    )
     print(
         "| stage | map | d | scope | implementation | fwd ms | fwd+bwd ms | fwd MiB | fwd+bwd MiB |"
     )
@@ -142,8 +144,8 @@ def layer_table(batch: int, repeats: int, use_timm: bool):
                 rows[name] = (
                     median_ms(fwd, repeats),
                     median_ms(fwd_bwd, repeats),
-                    peak_mib(fwd),
-                    peak_mib(fwd_bwd),
+                    peak_mib(layer, x.shape, training=True) if memory else "-",
+                    peak_mib(layer, x.shape, training=True, backward=True) if memory else "-",
                 )
             if use_timm:
                 steps = timm_steps(side, channels, scope, batch)
@@ -170,20 +172,15 @@ def memory_table(side: int, batch: int, channels: int):
     print(f"\n## Memory: global lambda layer vs MultiHeadAttention, {side}x{side}x{channels}")
     print("| layer | batch | forward peak MiB | note |")
     print("|---|---|---|---|")
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(batch, side, side, channels)).astype("float32")
     layer = LambdaLayer(channels, scope_size=None, implementation="einsum")
-    layer.build(x.shape)
-    lam = peak_mib(lambda x=x: layer(x, training=False).numpy())
+    lam = peak_mib(layer, (batch, side, side, channels))
     print(f"| LambdaLayer global (einsum) | {batch} | {lam:.0f} | measured |")
-    del x
     # The attention maps alone are batch * 8 * n^2 floats: too large to run at batch 32 on a
     # 24 GB host, so MHA is measured at batch 1 and 2 and extrapolated linearly.
     mha = keras.layers.MultiHeadAttention(num_heads=8, key_dim=channels // 8, attention_axes=(1, 2))
     peaks = {}
     for b in (1, 2):
-        xb = rng.normal(size=(b, side, side, channels)).astype("float32")
-        peaks[b] = peak_mib(lambda xb=xb: mha(xb, xb).numpy())
+        peaks[b] = peak_mib(mha, (b, side, side, channels), inputs=2)
         print(f"| MultiHeadAttention (8 heads) | {b} | {peaks[b]:.0f} | measured |")
     slope = peaks[2] - peaks[1]
     mha_full = peaks[1] + slope * (batch - 1)
@@ -223,7 +220,9 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="batch 8, 3 repeats")
     parser.add_argument("--no-timm", action="store_true", help="skip the timm comparison")
     parser.add_argument("--sweep", action="store_true", help="only the einsum/conv sweep")
-    parser.add_argument("--skip-memory", action="store_true", help="skip the 64x64 comparison")
+    parser.add_argument(
+        "--skip-memory", action="store_true", help="time only: no memory column, no 64x64 table"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.repeats = 8, 3
@@ -232,7 +231,7 @@ def main(argv=None):
     if args.sweep:
         sweep(args.batch, args.repeats)
         return
-    layer_table(args.batch, args.repeats, not args.no_timm)
+    layer_table(args.batch, args.repeats, not args.no_timm, not args.skip_memory)
     if not args.skip_memory:
         memory_table(64, args.batch, 256)
 
