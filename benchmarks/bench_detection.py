@@ -29,6 +29,8 @@ if HAVE_TORCHVISION:
     import torch  # before TensorFlow: the other order segfaults
     import torchvision
 
+from lambda_keras.detection.image_size import SIZE_MULTIPLE  # noqa: E402  after torch
+
 
 def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
     rng = np.random.default_rng(seed)
@@ -103,7 +105,7 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=sizes(64), default=[512, 1024])
+    parser.add_argument("--sizes", type=sizes(SIZE_MULTIPLE), default=[512, 1024])
     parser.add_argument(
         "--backbones",
         type=names([f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]),

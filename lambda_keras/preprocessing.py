@@ -10,10 +10,24 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "center_crop", "eval_image", "normalize"]
+from lambda_keras import _validation as v
+
+__all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "center_crop",
+    "check_crop_fraction",
+    "eval_image",
+    "normalize",
+]
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], "float32") * 255.0
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], "float32") * 255.0
+
+
+def check_crop_fraction(crop_fraction) -> float:
+    """Return ``crop_fraction`` as a float, or raise ``ValueError`` unless it is in (0, 1]."""
+    return v.number_in("crop_fraction", crop_fraction, 0.0, 1.0, low_open=True)
 
 
 def center_crop(image, size: int, crop_fraction: float):

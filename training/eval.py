@@ -11,27 +11,39 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
+from lambda_keras import _validation as v
+from lambda_keras.preprocessing import check_crop_fraction
 from lambda_keras.training.data import load_source
 from lambda_keras.training.evaluation import evaluate
+from lambda_keras.training.flag_checks import register_check
 
-flags.DEFINE_string("model_path", "runs/digits/model.keras", ".keras file or SavedModel dir.")
-flags.DEFINE_string("dataset", "digits", "'digits', 'folder:<root>' or a TFDS name.")
-flags.DEFINE_string("split", "test", "Split to evaluate.")
-flags.DEFINE_string("data_dir", None, "TFDS data_dir.")
-flags.DEFINE_string("manual_dir", None, "TFDS manual_dir.")
-flags.DEFINE_integer("image_size", 32, "Image side the model takes.")
-flags.DEFINE_integer("batch_size", 64, "Batch size.")
-flags.DEFINE_float("crop_fraction", 0.875, "Centre-crop fraction.")
-FLAGS = flags.FLAGS
-flags.register_validator("image_size", lambda x: x >= 32, "--image_size must be >= 32.")
-flags.register_validator("batch_size", lambda x: x >= 1, "--batch_size must be positive.")
-flags.register_validator(
-    "crop_fraction", lambda x: 0 < x <= 1, "--crop_fraction must be in (0, 1]."
-)
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+    """Define the script's flags and their checks on ``flag_values``."""
+    fv = flag_values
+    flags.DEFINE_string(
+        "model_path", "runs/digits/model.keras", ".keras file or SavedModel dir.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "dataset", "digits", "'digits', 'folder:<root>' or a TFDS name.", flag_values=fv
+    )
+    flags.DEFINE_string("split", "test", "Split to evaluate.", flag_values=fv)
+    flags.DEFINE_string("data_dir", None, "TFDS data_dir.", flag_values=fv)
+    flags.DEFINE_string("manual_dir", None, "TFDS manual_dir.", flag_values=fv)
+    flags.DEFINE_integer("image_size", 32, "Image side the model takes.", flag_values=fv)
+    flags.DEFINE_integer("batch_size", 64, "Batch size.", flag_values=fv)
+    flags.DEFINE_float("crop_fraction", 0.875, "Centre-crop fraction.", flag_values=fv)
+    flags.register_validator(
+        "image_size", lambda x: x >= 32, "--image_size must be >= 32.", flag_values=fv
+    )
+    register_check("batch_size", lambda x: v.positive_int("batch_size", x), fv)
+    register_check("crop_fraction", check_crop_fraction, fv)
+    return fv
 
 
 def main(argv):
     del argv
+    FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     try:
         source = load_source(
@@ -54,4 +66,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -4,6 +4,7 @@
         --annotations=runs/shapes_data/val.json --images=runs/shapes_data/val
 """
 
+import functools
 import os
 import sys
 
@@ -11,21 +12,36 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
-flags.DEFINE_string("model_path", "runs/maskrcnn/model.keras", "The .keras file of a MaskRCNN.")
-flags.DEFINE_string("annotations", "runs/shapes_data/val.json", "COCO annotations JSON.")
-flags.DEFINE_string("images", "runs/shapes_data/val", "Image folder.")
-flags.DEFINE_integer("image_size", 128, "Image side the model was trained at (multiple of 64).")
-flags.DEFINE_integer("batch_size", 8, "Batch size.")
-flags.DEFINE_string("results_file", None, "Also write the detections (COCO result JSON) here.")
-FLAGS = flags.FLAGS
-flags.register_validator(
-    "image_size", lambda s: s >= 64 and s % 64 == 0, "--image_size must be a multiple of 64."
-)
-flags.register_validator("batch_size", lambda x: x >= 1, "--batch_size must be positive.")
+from lambda_keras import _validation as v
+from lambda_keras.detection.image_size import check_image_size
+from lambda_keras.training.flag_checks import register_check
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+    """Define the script's flags and their checks on ``flag_values``."""
+    fv = flag_values
+    flags.DEFINE_string(
+        "model_path", "runs/maskrcnn/model.keras", "The .keras file of a MaskRCNN.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "annotations", "runs/shapes_data/val.json", "COCO annotations JSON.", flag_values=fv
+    )
+    flags.DEFINE_string("images", "runs/shapes_data/val", "Image folder.", flag_values=fv)
+    flags.DEFINE_integer(
+        "image_size", 128, "Image side the model was trained at (multiple of 64).", flag_values=fv
+    )
+    flags.DEFINE_integer("batch_size", 8, "Batch size.", flag_values=fv)
+    flags.DEFINE_string(
+        "results_file", None, "Also write the detections (COCO result JSON) here.", flag_values=fv
+    )
+    register_check("image_size", check_image_size, fv)
+    register_check("batch_size", functools.partial(v.positive_int, "batch_size"), fv)
+    return fv
 
 
 def main(argv):
     del argv
+    FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     import keras
 
@@ -59,4 +75,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -15,35 +15,53 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
-flags.DEFINE_string("model_path", "runs/digits/model.keras", "The .keras file to export.")
-flags.DEFINE_string("export_dir", "runs/digits/saved_model", "Where the SavedModel goes.")
-flags.DEFINE_string(
-    "zoo_model",
-    None,
-    "Export this registered zoo model instead of --model_path (e.g. lambda_resnet26t).",
-)
-flags.DEFINE_string(
-    "weights", None, "With --zoo_model: registered weights name, 'imagenet' or a .weights.h5 path."
-)
-flags.DEFINE_integer(
-    "image_size", None, "Image side the model takes (default: the weights' size, else 32)."
-)
-flags.DEFINE_float(
-    "crop_fraction",
-    None,
-    "Centre-crop fraction of the serving graph (default: the weights', else 0.875).",
-)
-FLAGS = flags.FLAGS
-flags.register_validator(
-    "image_size", lambda x: x is None or x >= 32, "--image_size must be >= 32."
-)
-flags.register_validator(
-    "crop_fraction", lambda x: x is None or 0 < x <= 1, "--crop_fraction must be in (0, 1]."
-)
+from lambda_keras.preprocessing import check_crop_fraction
+from lambda_keras.training.flag_checks import register_check
+
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+    """Define the script's flags and their checks on ``flag_values``."""
+    fv = flag_values
+    flags.DEFINE_string(
+        "model_path", "runs/digits/model.keras", "The .keras file to export.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "export_dir", "runs/digits/saved_model", "Where the SavedModel goes.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "zoo_model",
+        None,
+        "Export this registered zoo model instead of --model_path (e.g. lambda_resnet26t).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "weights",
+        None,
+        "With --zoo_model: registered weights name, 'imagenet' or a .weights.h5 path.",
+        flag_values=fv,
+    )
+    flags.DEFINE_integer(
+        "image_size",
+        None,
+        "Image side the model takes (default: the weights' size, else 32).",
+        flag_values=fv,
+    )
+    flags.DEFINE_float(
+        "crop_fraction",
+        None,
+        "Centre-crop fraction of the serving graph (default: the weights', else 0.875).",
+        flag_values=fv,
+    )
+    flags.register_validator(
+        "image_size", lambda x: x is None or x >= 32, "--image_size must be >= 32.", flag_values=fv
+    )
+    register_check("crop_fraction", check_crop_fraction, fv, allow_none=True)
+    return fv
 
 
 def _load_model():
     """The model to export and the (image_size, crop_fraction) its weights were evaluated at."""
+    FLAGS = flags.FLAGS
     from lambda_keras import zoo
     from lambda_keras.training.evaluation import load_keras_file
     from lambda_keras.zoo import weights as weights_lib
@@ -69,6 +87,7 @@ def _load_model():
 
 def main(argv):
     del argv
+    FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     from lambda_keras.training.serving import export_for_serving
 
@@ -84,4 +103,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

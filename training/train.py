@@ -15,6 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from absl import app, flags, logging
 
 from lambda_keras.training.distribute import STRATEGIES
+from lambda_keras.training.recipes import RECIPES
 from lambda_keras.training.trainer import (
     LOOPS,
     MIXED_PRECISION,
@@ -24,64 +25,141 @@ from lambda_keras.training.trainer import (
 )
 
 DEFAULTS = TrainConfig()
-flags.DEFINE_string("model", DEFAULTS.model, "Zoo registry name (zoo.list_models()).")
-flags.DEFINE_string(
-    "dataset", DEFAULTS.dataset, "'digits', 'folder:<root>' (<root>/<split>/<class>/) or TFDS."
-)
-flags.DEFINE_string("data_dir", None, "TFDS data_dir.")
-flags.DEFINE_string("manual_dir", None, "TFDS manual_dir (ImageNet's archives).")
-flags.DEFINE_string("train_split", DEFAULTS.train_split, "Training split.")
-flags.DEFINE_string("eval_split", DEFAULTS.eval_split, "Evaluation split.")
-flags.DEFINE_enum("recipe", DEFAULTS.recipe, ["90ep", "350ep"], "Training recipe (App. F.3).")
-flags.DEFINE_integer("image_size", DEFAULTS.image_size, "Image side.")
-flags.DEFINE_float(
-    "crop_min_area", DEFAULTS.crop_min_area, "Smallest random-resized crop area (ImageNet: 0.08)."
-)
-flags.DEFINE_boolean(
-    "horizontal_flip", None, "Random horizontal flips; default on for all but the digits."
-)
-flags.DEFINE_float("mixup_alpha", DEFAULTS.mixup_alpha, "MixUp alpha (0: off).")
-flags.DEFINE_float("cutmix_alpha", DEFAULTS.cutmix_alpha, "CutMix alpha (0: off).")
-flags.DEFINE_integer("batch_size", DEFAULTS.batch_size, "Global batch size (all replicas).")
-flags.DEFINE_integer("epochs", DEFAULTS.epochs, "Epochs; default the recipe's for ImageNet.")
-flags.DEFINE_integer("warmup_epochs", None, "Override the recipe's warm-up epochs.")
-flags.DEFINE_float("learning_rate", None, "Override the recipe's lr per 256 images.")
-flags.DEFINE_float(
-    "width_multiplier", DEFAULTS.width_multiplier, "ResNet-RS family width (1.0 = the paper's)."
-)
-flags.DEFINE_enum("strategy", DEFAULTS.strategy, list(STRATEGIES), "Distribution strategy.")
-flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu ('local' on a TPU VM).")
-flags.DEFINE_enum(
-    "loop",
-    DEFAULTS.loop,
-    list(LOOPS),
-    "model.fit, or a strategy.run loop (custom); auto: custom for multi_worker.",
-)
-flags.DEFINE_boolean(
-    "sync_batch_norm",
-    DEFAULTS.sync_batch_norm,
-    "Batch-norm statistics over the global batch (all replicas).",
-)
-flags.DEFINE_boolean(
-    "deterministic", DEFAULTS.deterministic, "A fixed input pipeline order for the seed (slower)."
-)
-flags.DEFINE_string("model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.")
-flags.DEFINE_enum(
-    "mixed_precision",
-    DEFAULTS.mixed_precision,
-    list(MIXED_PRECISION),
-    "Mixed precision: bfloat16 (TPU, CPU with AMX) or float16 (GPU).",
-)
-flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.")
-flags.DEFINE_boolean("export", DEFAULTS.export, "Export .keras and a serving SavedModel.")
-FLAGS = flags.FLAGS
-
-# A user's mistake is one line, "FATAL Flags parsing error: ...", before anything is built.
-for _option, (_accepts, _allowed) in OPTION_CHECKS.items():
-    flags.register_validator(_option, _accepts, message=f"--{_option} must be {_allowed}.")
 
 
-@flags.validator("model")
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+    """Define the script's flags and their checks on ``flag_values`` (the global ``FLAGS`` when
+    run; the tests parse a fresh ``FlagValues`` in process)."""
+    flags.DEFINE_string(
+        "model", DEFAULTS.model, "Zoo registry name (zoo.list_models()).", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "dataset",
+        DEFAULTS.dataset,
+        "'digits', 'folder:<root>' (<root>/<split>/<class>/) or TFDS.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string("data_dir", None, "TFDS data_dir.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "manual_dir", None, "TFDS manual_dir (ImageNet's archives).", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "train_split", DEFAULTS.train_split, "Training split.", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "eval_split", DEFAULTS.eval_split, "Evaluation split.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "recipe",
+        DEFAULTS.recipe,
+        list(RECIPES),
+        "Training recipe (App. F.3).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer("image_size", DEFAULTS.image_size, "Image side.", flag_values=flag_values)
+    flags.DEFINE_float(
+        "crop_min_area",
+        DEFAULTS.crop_min_area,
+        "Smallest random-resized crop area (ImageNet: 0.08).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "horizontal_flip",
+        None,
+        "Random horizontal flips; default on for all but the digits.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_float(
+        "mixup_alpha", DEFAULTS.mixup_alpha, "MixUp alpha (0: off).", flag_values=flag_values
+    )
+    flags.DEFINE_float(
+        "cutmix_alpha", DEFAULTS.cutmix_alpha, "CutMix alpha (0: off).", flag_values=flag_values
+    )
+    flags.DEFINE_integer(
+        "batch_size",
+        DEFAULTS.batch_size,
+        "Global batch size (all replicas).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "epochs",
+        DEFAULTS.epochs,
+        "Epochs; default the recipe's for ImageNet.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
+        "warmup_epochs", None, "Override the recipe's warm-up epochs.", flag_values=flag_values
+    )
+    flags.DEFINE_float(
+        "learning_rate", None, "Override the recipe's lr per 256 images.", flag_values=flag_values
+    )
+    flags.DEFINE_float(
+        "width_multiplier",
+        DEFAULTS.width_multiplier,
+        "ResNet-RS family width (1.0 = the paper's).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_enum(
+        "strategy",
+        DEFAULTS.strategy,
+        list(STRATEGIES),
+        "Distribution strategy.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "tpu", None, "TPU name for --strategy=tpu ('local' on a TPU VM).", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "loop",
+        DEFAULTS.loop,
+        list(LOOPS),
+        "model.fit, or a strategy.run loop (custom); auto: custom for multi_worker.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "sync_batch_norm",
+        DEFAULTS.sync_batch_norm,
+        "Batch-norm statistics over the global batch (all replicas).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_boolean(
+        "deterministic",
+        DEFAULTS.deterministic,
+        "A fixed input pipeline order for the seed (slower).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.", flag_values=flag_values
+    )
+    flags.DEFINE_enum(
+        "mixed_precision",
+        DEFAULTS.mixed_precision,
+        list(MIXED_PRECISION),
+        "Mixed precision: bfloat16 (TPU, CPU with AMX) or float16 (GPU).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.", flag_values=flag_values)
+    flags.DEFINE_boolean(
+        "export",
+        DEFAULTS.export,
+        "Export .keras and a serving SavedModel.",
+        flag_values=flag_values,
+    )
+    # A user's mistake is one line, "FATAL Flags parsing error: ...", before anything is built.
+    for option, (accepts, allowed) in OPTION_CHECKS.items():
+        flags.register_validator(
+            option, accepts, message=f"--{option} must be {allowed}.", flag_values=flag_values
+        )
+    flags.register_validator("model", _known_model, flag_values=flag_values)
+    flags.register_validator(
+        "dataset",
+        _existing_folder,
+        message="--dataset=folder:<root> needs an existing directory <root>.",
+        flag_values=flag_values,
+    )
+    return flag_values
+
+
 def _known_model(name):
     from lambda_keras import zoo
 
@@ -92,13 +170,13 @@ def _known_model(name):
     return True
 
 
-@flags.validator("dataset", message="--dataset=folder:<root> needs an existing directory <root>.")
 def _existing_folder(dataset):
     return not dataset.startswith("folder:") or os.path.isdir(dataset.removeprefix("folder:"))
 
 
 def main(argv):
     del argv
+    FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     config = TrainConfig(
         **{
@@ -116,4 +194,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

@@ -9,6 +9,7 @@ norm), ``--recipe=finetune`` starts from --backbone_weights with frozen batch no
 resumes from its last epoch when started again with the same --model_dir.
 """
 
+import functools
 import os
 import sys
 
@@ -16,6 +17,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from absl import app, flags, logging
 
+from lambda_keras import _validation as v
+from lambda_keras.detection.image_size import check_image_size
 from lambda_keras.detection.trainer import (
     BACKBONES,
     RECIPES,
@@ -24,51 +27,87 @@ from lambda_keras.detection.trainer import (
     train,
 )
 from lambda_keras.training.distribute import STRATEGIES
+from lambda_keras.training.flag_checks import register_check
 from lambda_keras.zoo.resnet_family import DEPTHS
 
 DEFAULTS = DetectionConfig()
-flags.DEFINE_string("train_annotations", None, "COCO annotations JSON of the training set.")
-flags.DEFINE_string("train_images", None, "Image folder of the training set.")
-flags.DEFINE_string("val_annotations", None, "COCO annotations JSON of the validation set.")
-flags.DEFINE_string("val_images", None, "Image folder of the validation set.")
-flags.DEFINE_string("shapes_dir", DEFAULTS.shapes_dir, "Where the shapes data is generated.")
-flags.DEFINE_enum("recipe", DEFAULTS.recipe, list(RECIPES), "Training recipe.")
-flags.DEFINE_enum("backbone", DEFAULTS.backbone, list(BACKBONES), "Backbone family.")
-flags.DEFINE_integer("depth", DEFAULTS.depth, "Backbone depth (50, 101, ... 420).")
-flags.DEFINE_float("width_multiplier", DEFAULTS.width_multiplier, "Backbone width (1.0: paper).")
-flags.DEFINE_string("backbone_weights", None, "Registered weights name or .weights.h5 file.")
-flags.DEFINE_integer("image_size", None, "Image side (a multiple of 64); default the recipe's.")
-flags.DEFINE_integer("batch_size", None, "Global batch size; default the recipe's.")
-flags.DEFINE_integer("steps", None, "Training steps; default the recipe's.")
-flags.DEFINE_integer("steps_per_epoch", DEFAULTS.steps_per_epoch, "Steps between checkpoints.")
-flags.DEFINE_integer("max_instances", DEFAULTS.max_instances, "Ground-truth objects per image.")
-flags.DEFINE_enum("strategy", DEFAULTS.strategy, list(STRATEGIES), "Distribution strategy.")
-flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu.")
-flags.DEFINE_boolean("jit_compile", DEFAULTS.jit_compile, "Compile the training step with XLA.")
-flags.DEFINE_string("model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.")
-flags.DEFINE_boolean("export", DEFAULTS.export, "Save model.keras and a serving SavedModel.")
-flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.")
-FLAGS = flags.FLAGS
 
-flags.register_validator(
-    "depth", lambda d: d in DEPTHS, f"--depth must be one of {', '.join(map(str, DEPTHS))}."
-)
-flags.register_validator(
-    "image_size",
-    lambda s: s is None or (s >= 64 and s % 64 == 0),
-    "--image_size must be a multiple of 64.",
-)
-for _name in ("batch_size", "steps"):
-    flags.register_validator(_name, lambda x: x is None or x >= 1, f"--{_name} must be positive.")
-for _name in ("steps_per_epoch", "max_instances"):
-    flags.register_validator(_name, lambda x: x >= 1, f"--{_name} must be positive.")
-flags.register_validator(
-    "width_multiplier", lambda x: x > 0, "--width_multiplier must be a positive number."
-)
+
+def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
+    """Define the script's flags and their checks on ``flag_values``."""
+    fv = flag_values
+    flags.DEFINE_string(
+        "train_annotations", None, "COCO annotations JSON of the training set.", flag_values=fv
+    )
+    flags.DEFINE_string("train_images", None, "Image folder of the training set.", flag_values=fv)
+    flags.DEFINE_string(
+        "val_annotations", None, "COCO annotations JSON of the validation set.", flag_values=fv
+    )
+    flags.DEFINE_string("val_images", None, "Image folder of the validation set.", flag_values=fv)
+    flags.DEFINE_string(
+        "shapes_dir", DEFAULTS.shapes_dir, "Where the shapes data is generated.", flag_values=fv
+    )
+    flags.DEFINE_enum("recipe", DEFAULTS.recipe, list(RECIPES), "Training recipe.", flag_values=fv)
+    flags.DEFINE_enum(
+        "backbone", DEFAULTS.backbone, list(BACKBONES), "Backbone family.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "depth", DEFAULTS.depth, "Backbone depth (50, 101, ... 420).", flag_values=fv
+    )
+    flags.DEFINE_float(
+        "width_multiplier",
+        DEFAULTS.width_multiplier,
+        "Backbone width (1.0: paper).",
+        flag_values=fv,
+    )
+    flags.DEFINE_string(
+        "backbone_weights", None, "Registered weights name or .weights.h5 file.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "image_size", None, "Image side (a multiple of 64); default the recipe's.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "batch_size", None, "Global batch size; default the recipe's.", flag_values=fv
+    )
+    flags.DEFINE_integer("steps", None, "Training steps; default the recipe's.", flag_values=fv)
+    flags.DEFINE_integer(
+        "steps_per_epoch", DEFAULTS.steps_per_epoch, "Steps between checkpoints.", flag_values=fv
+    )
+    flags.DEFINE_integer(
+        "max_instances", DEFAULTS.max_instances, "Ground-truth objects per image.", flag_values=fv
+    )
+    flags.DEFINE_enum(
+        "strategy", DEFAULTS.strategy, list(STRATEGIES), "Distribution strategy.", flag_values=fv
+    )
+    flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu.", flag_values=fv)
+    flags.DEFINE_boolean(
+        "jit_compile", DEFAULTS.jit_compile, "Compile the training step with XLA.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.", flag_values=fv
+    )
+    flags.DEFINE_boolean(
+        "export", DEFAULTS.export, "Save model.keras and a serving SavedModel.", flag_values=fv
+    )
+    flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.", flag_values=fv)
+    flags.register_validator(
+        "depth",
+        lambda d: d in DEPTHS,
+        f"--depth must be one of {', '.join(map(str, DEPTHS))}.",
+        flag_values=fv,
+    )
+    register_check("image_size", check_image_size, fv, allow_none=True)
+    for name in ("batch_size", "steps"):
+        register_check(name, functools.partial(v.positive_int, name), fv, allow_none=True)
+    for name in ("steps_per_epoch", "max_instances"):
+        register_check(name, functools.partial(v.positive_int, name), fv)
+    register_check("width_multiplier", functools.partial(v.positive_number, "width_multiplier"), fv)
+    return fv
 
 
 def main(argv):
     del argv
+    FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     fields = DetectionConfig.__dataclass_fields__
     config = DetectionConfig(
@@ -84,4 +123,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    define_flags()
     app.run(main)

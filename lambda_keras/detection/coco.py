@@ -37,7 +37,8 @@ import tensorflow as tf
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
-from lambda_keras.training.data import is_damaged_image
+from lambda_keras.detection.image_size import check_image_size
+from lambda_keras.image_files import is_damaged_image
 
 __all__ = ["CocoSource", "load_coco", "make_dataset"]
 
@@ -224,9 +225,7 @@ def make_dataset(
     ``images``: ``[batch, image_size, image_size, 3]`` float32 in ``[0, 255]``; ``targets``:
     ``{"boxes", "classes", "masks", "mask_boxes"}`` padded to ``max_instances``.
     """
-    image_size = v.positive_int("image_size", image_size)
-    if image_size % 64:
-        raise ValueError(f"`image_size` must be a multiple of 64; received {image_size}.")
+    image_size = check_image_size(image_size)
     batch_size = v.positive_int("batch_size", batch_size)
     records, skipped = [], []
     for image_id in source.image_ids:

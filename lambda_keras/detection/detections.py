@@ -5,7 +5,6 @@ from __future__ import annotations
 import tensorflow as tf
 
 from lambda_keras.detection import ops
-from lambda_keras.detection.targets import BOX_WEIGHTS
 
 __all__ = ["select_detections"]
 
@@ -37,7 +36,7 @@ def select_detections(
     """
     scores = tf.nn.softmax(tf.cast(logits, tf.float32))[..., 1:]  # [b, R, C]
     num_classes = scores.shape[-1]
-    boxes = ops.decode_boxes(tf.cast(deltas, tf.float32), rois[:, :, None, :], BOX_WEIGHTS)
+    boxes = ops.decode_boxes(tf.cast(deltas, tf.float32), rois[:, :, None, :], ops.BOX_WEIGHTS)
     boxes = ops.clip_boxes(boxes, image_shape)
     heights, widths = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     usable = rois_valid[..., None] & (scores > score_threshold) & (heights > 0) & (widths > 0)

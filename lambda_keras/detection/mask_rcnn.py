@@ -34,6 +34,7 @@ from lambda_keras.detection import ops, targets
 from lambda_keras.detection.detections import select_detections
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
+from lambda_keras.detection.image_size import SIZE_MULTIPLE
 from lambda_keras.detection.proposals import generate_proposals
 from lambda_keras.preprocessing import normalize
 
@@ -110,7 +111,8 @@ class MaskRCNN(keras.Model):
         """Creates every weight. They do not depend on the image size: a forward pass on one
         zero image of 64 x 64 (the smallest valid size) with ``input_shape``'s channels."""
         channels = input_shape[-1] if input_shape and input_shape[-1] else 3
-        self.call(tf.zeros((1, 64, 64, channels), self.compute_dtype))
+        side = SIZE_MULTIPLE
+        self.call(tf.zeros((1, side, side, channels), self.compute_dtype))
         self.built = True
 
     def get_build_config(self):
@@ -271,17 +273,18 @@ def _check_backbone_outputs(backbone: keras.Model) -> None:
 
 
 def _check_images(shape: tuple) -> None:
-    """Images are ``[batch, height, width, 3]``, height and width multiples of 64 where known."""
+    """Images are ``[batch, height, width, 3]``, height and width multiples of
+    :data:`SIZE_MULTIPLE` (64) where known."""
     if len(shape) != 4 or shape[-1] not in (None, 3):
         raise ValueError(
             f"MaskRCNN takes RGB images [batch, height, width, 3]; received images of shape "
             f"{shape}."
         )
-    if any(side is not None and side % 64 for side in shape[1:3]):
+    if any(side is not None and side % SIZE_MULTIPLE for side in shape[1:3]):
         raise ValueError(
-            "MaskRCNN needs image heights and widths that are multiples of 64 (the stride of "
-            f"P6); received images of shape {shape}. Pad the batch (lambda_keras.detection "
-            "data pipelines do)."
+            f"MaskRCNN needs image heights and widths that are multiples of {SIZE_MULTIPLE} (the "
+            f"stride of P6); received images of shape {shape}. Pad the batch "
+            "(lambda_keras.detection data pipelines do)."
         )
 
 

@@ -15,8 +15,8 @@ import os
 import keras
 import tensorflow as tf
 
-from lambda_keras import _validation as v
 from lambda_keras.detection import ops
+from lambda_keras.detection.image_size import check_image_size
 
 __all__ = ["export_detector"]
 
@@ -34,11 +34,7 @@ def export_detector(model: keras.Model, path: str, image_size: int) -> str:
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
-    if v.positive_int("image_size", image_size) % 64:
-        raise ValueError(
-            f"`image_size` must be a multiple of 64 (MaskRCNN's largest stride); received "
-            f"image_size={image_size}."
-        )
+    check_image_size(image_size)
 
     def detect(image):
         shape = tf.shape(image)[:2]

@@ -114,9 +114,6 @@ class RoiTargets:
     num_foreground: int
 
 
-BOX_WEIGHTS = (10.0, 10.0, 5.0, 5.0)
-
-
 def sample_rois(
     proposals: tf.Tensor,
     proposals_valid: tf.Tensor,
@@ -171,7 +168,7 @@ def _roi_targets(candidates, slots, taken, foreground, index, gt_boxes, gt_class
     is_fg = tf.gather(foreground, slots, batch_dims=1) & taken
     labels = tf.gather(gt_classes, matched, batch_dims=1) + 1
     matched_boxes = tf.gather(gt_boxes, matched, batch_dims=1)
-    deltas = ops.encode_boxes(_nonempty(matched_boxes), _nonempty(rois), BOX_WEIGHTS)
+    deltas = ops.encode_boxes(_nonempty(matched_boxes), _nonempty(rois), ops.BOX_WEIGHTS)
     return RoiTargets(
         rois=rois,
         valid=taken,

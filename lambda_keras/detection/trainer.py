@@ -34,8 +34,7 @@ from lambda_keras.detection import coco, coco_eval
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.schedules import WarmupStepDecay
 from lambda_keras.training import resume
-from lambda_keras.training.custom_loop import is_chief
-from lambda_keras.training.distribute import make_strategy
+from lambda_keras.training.distribute import is_chief, make_strategy
 from lambda_keras.zoo.weights import WeightsSpec, require_pinned, resolve_weights
 
 __all__ = [
@@ -43,9 +42,11 @@ __all__ = [
     "RECIPES",
     "DetectionConfig",
     "DetectionRecipe",
+    "DetectionRun",
     "PreparedData",
     "WarmupStepDecay",
     "prepare_data",
+    "resolve_run",
     "train",
 ]
 
@@ -179,32 +180,28 @@ def _sources(config: DetectionConfig):
     return train, val
 
 
-def build_model(config: DetectionConfig, recipe: DetectionRecipe, num_classes: int) -> MaskRCNN:
-    """The backbone the config names, under the recipe's batch-norm mode, with Mask R-CNN."""
-    kwargs = {
-        "width_multiplier": config.width_multiplier,
-        "batch_norm": recipe.batch_norm,
-        "weights": config.backbone_weights,
-    }
-    backbone_class, extra = _BACKBONE_CLASSES[config.backbone]
-    backbone = backbone_class(config.depth, **extra, **kwargs)
-    return MaskRCNN(backbone, num_classes, **recipe.head_options)
-
-
 @dataclasses.dataclass(frozen=True)
-class PreparedData:
-    """The checked data of a run, what :func:`prepare_data` read, and the strategy it runs
-    under (made first: a TPU is connected before any other TensorFlow op)."""
+class DetectionRun:
+    """A run resolved once (:func:`resolve_run`): its config, recipe and backbone class, and the
+    recipe's defaults filled in where the config leaves them unset."""
 
-    train_source: coco.CocoSource
-    val_source: coco.CocoSource
-    train_data: object  # tf.data.Dataset of (images, targets)
-    strategy: tf.distribute.Strategy
-    resume_settings: dict  # checked against a killed run's, recorded when training starts
+    config: DetectionConfig
+    recipe: DetectionRecipe
+    backbone_class: type
+    backbone_options: tuple[tuple[str, object], ...]  # beyond depth, width, batch norm, weights
+    image_size: int
+    batch_size: int
+    steps: int
+
+    @property
+    def backbone_architecture(self) -> str:
+        """The zoo classifier whose weights the backbone loads (``--backbone_weights``)."""
+        return self.backbone_class.classifier_name(self.config.depth, **dict(self.backbone_options))
 
 
-def _check(config: DetectionConfig) -> None:
-    """The settings that fail only once a model is built or a step runs, checked first."""
+def resolve_run(config: DetectionConfig) -> DetectionRun:
+    """Check the settings that fail only once a model is built or a step runs, and resolve the
+    recipe, the backbone and the defaults, before any data is read."""
     v.one_of("recipe", config.recipe, list(RECIPES))
     v.one_of("backbone", config.backbone, list(BACKBONES))
     if config.strategy == "multi_worker":
@@ -213,12 +210,48 @@ def _check(config: DetectionConfig) -> None:
             "MultiWorkerMirroredStrategy in Keras 3 (keras-team/keras#20585). Use auto, tpu, "
             "mirrored or one_device."
         )
+    recipe = RECIPES[config.recipe]
+    backbone_class, options = _BACKBONE_CLASSES[config.backbone]
+    run = DetectionRun(
+        config=config,
+        recipe=recipe,
+        backbone_class=backbone_class,
+        backbone_options=tuple(options.items()),
+        image_size=config.image_size or recipe.image_size,
+        batch_size=config.batch_size or recipe.batch_size,
+        steps=config.steps or recipe.steps,
+    )
     # An unknown name or a missing file, before the data is read (the backbone loads it later).
-    backbone_class, extra = _BACKBONE_CLASSES[config.backbone]
-    architecture = backbone_class.classifier_name(config.depth, **extra)
-    resolved = resolve_weights(config.backbone_weights, architecture)
+    resolved = resolve_weights(config.backbone_weights, run.backbone_architecture)
     if isinstance(resolved, WeightsSpec):
         require_pinned(resolved)
+    return run
+
+
+def build_model(run: DetectionRun, num_classes: int) -> MaskRCNN:
+    """The backbone the run names, under the recipe's batch-norm mode, with Mask R-CNN."""
+    config = run.config
+    backbone = run.backbone_class(
+        config.depth,
+        **dict(run.backbone_options),
+        width_multiplier=config.width_multiplier,
+        batch_norm=run.recipe.batch_norm,
+        weights=config.backbone_weights,
+    )
+    return MaskRCNN(backbone, num_classes, **run.recipe.head_options)
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedData:
+    """The resolved run, its checked data, what :func:`prepare_data` read, and the strategy it
+    runs under (made first: a TPU is connected before any other TensorFlow op)."""
+
+    run: DetectionRun
+    train_source: coco.CocoSource
+    val_source: coco.CocoSource
+    train_data: object  # tf.data.Dataset of (images, targets)
+    strategy: tf.distribute.Strategy
+    resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
 # Options a resumed run may change: where the files are, what is printed or exported, how the
@@ -240,57 +273,49 @@ RESUMABLE_CHANGES = frozenset(
 )
 
 
-def _resume_settings(config: DetectionConfig, category_ids) -> dict:
-    """The settings a killed run must be resumed with, defaults resolved."""
-    recipe = RECIPES[config.recipe]
-    return {
-        **{k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES},
-        "image_size": config.image_size or recipe.image_size,
-        "batch_size": config.batch_size or recipe.batch_size,
-        "steps": config.steps or recipe.steps,
-        "category_ids": list(category_ids),
-    }
-
-
 def prepare_data(config: DetectionConfig) -> PreparedData:
     """Read and check the run's data (or write the shapes data). Every mistake in the data
     (a file, an annotation, an image) raises ``ValueError``/``FileNotFoundError`` here, before
     a model is built: the scripts report these as one line, and anything later as a bug. So
     does resuming a killed run in ``model_dir`` with other settings
     (:func:`lambda_keras.training.resume.check_resume`; the backup stays)."""
-    _check(config)
+    run = resolve_run(config)
     strategy = make_strategy(config.strategy, config.tpu)
-    recipe = RECIPES[config.recipe]
     train_source, val_source = _sources(config)
-    settings = _resume_settings(config, train_source.category_ids)
+    settings = resume.run_settings(
+        config,
+        RESUMABLE_CHANGES,
+        image_size=run.image_size,
+        batch_size=run.batch_size,
+        steps=run.steps,
+        category_ids=list(train_source.category_ids),
+    )
     resume.check_resume(config.model_dir, settings)
     data = coco.make_dataset(
         train_source,
-        image_size=config.image_size or recipe.image_size,
-        batch_size=config.batch_size or recipe.batch_size,
+        image_size=run.image_size,
+        batch_size=run.batch_size,
         training=True,
         max_instances=config.max_instances,
-        scale_range=recipe.scale_range,
+        scale_range=run.recipe.scale_range,
         seed=config.seed,
     )
-    return PreparedData(train_source, val_source, data, strategy, settings)
+    return PreparedData(run, train_source, val_source, data, strategy, settings)
 
 
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
     """Train, evaluate with COCOeval on the validation set, export; returns the scores.
     ``prepared``: the run's :func:`prepare_data` (read here when not given)."""
-    recipe = RECIPES[config.recipe]
-    image_size = config.image_size or recipe.image_size
-    batch_size = config.batch_size or recipe.batch_size
-    steps = config.steps or recipe.steps
     keras.utils.set_random_seed(config.seed)
     prepared = prepared or prepare_data(config)
+    run = prepared.run
+    recipe, image_size, batch_size = run.recipe, run.image_size, run.batch_size
     train_source, val_source, data = prepared.train_source, prepared.val_source, prepared.train_data
     strategy = prepared.strategy
     os.makedirs(config.model_dir, exist_ok=True)
-    epochs = max(1, -(-steps // config.steps_per_epoch))
+    epochs = max(1, -(-run.steps // config.steps_per_epoch))
     with strategy.scope():
-        model = build_model(config, recipe, train_source.num_classes)
+        model = build_model(run, train_source.num_classes)
         # Build every layer (BackupAndRestore needs the variables before fit).
         model(np.zeros((1, image_size, image_size, 3), "float32"))
         model.compile(

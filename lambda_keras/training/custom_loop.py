@@ -39,19 +39,9 @@ import numpy as np
 import tensorflow as tf
 
 from lambda_keras.training import resume
+from lambda_keras.training.distribute import is_chief
 
 __all__ = ["fit_with_strategy_run", "is_chief"]
-
-
-def is_chief(strategy: tf.distribute.Strategy) -> bool:
-    """Whether this process writes the run's files (the only process, or worker 0 / chief)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if resolver is None or not resolver.task_type:
-        return True
-    if resolver.task_type == "chief":
-        return True
-    has_chief = "chief" in resolver.cluster_spec().as_dict()
-    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief
 
 
 def fit_with_strategy_run(

@@ -25,7 +25,8 @@ import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
-from lambda_keras.preprocessing import eval_image, normalize
+from lambda_keras.image_files import is_damaged_image
+from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
 
 __all__ = [
     "Source",
@@ -131,30 +132,6 @@ def folder_source(root: str) -> Source:
 
     dataset = tf.data.Dataset.from_tensor_slices((paths, np.array(labels, "int32")))
     return Source(dataset.map(load, num_parallel_calls=AUTOTUNE), len(paths), class_names)
-
-
-def is_damaged_image(path: str) -> bool:
-    """Whether an image file is not what its name says or is cut short: its signature and its
-    end marker are read (JPEG ``FFD8``...``FFD9``, PNG signature...``IEND``, GIF ...``;``, BMP
-    header size), not the whole file."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(26)
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - 64))
-            tail = f.read().rstrip(b"\x00\r\n ")
-    except OSError:
-        return True
-    if head.startswith(b"\xff\xd8\xff"):
-        return not tail.endswith(b"\xff\xd9")
-    if head.startswith(b"\x89PNG\r\n\x1a\n"):
-        return b"IEND" not in tail
-    if head.startswith((b"GIF87a", b"GIF89a")):
-        return not tail.endswith(b";")
-    if head.startswith(b"BM") and len(head) >= 6:
-        return int.from_bytes(head[2:6], "little") > size
-    return True  # not an image format the loader decodes
 
 
 def tfds_source(
@@ -289,7 +266,7 @@ def _check_dataset_arguments(
     a map function at the first batch, or not at all)."""
     v.positive_int("image_size", image_size)
     v.positive_int("global_batch_size", global_batch_size)
-    v.number_in("crop_fraction", crop_fraction, 0.0, 1.0, low_open=True)
+    check_crop_fraction(crop_fraction)
     if not isinstance(crop_scale, (tuple, list)) or len(crop_scale) != 2:
         raise ValueError(
             f"`crop_scale` must be (min, max) area fractions; received crop_scale={crop_scale!r}."

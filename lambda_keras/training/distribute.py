@@ -1,4 +1,5 @@
-"""Pick a ``tf.distribute`` strategy by name, with errors that name the flag to fix."""
+"""Pick a ``tf.distribute`` strategy by name, with errors that name the flag to fix; which
+process of a run writes its files."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import os
 
 import tensorflow as tf
 
-__all__ = ["STRATEGIES", "make_strategy"]
+__all__ = ["STRATEGIES", "is_chief", "make_strategy"]
 
 STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
 
@@ -66,3 +67,14 @@ def _tpu_strategy(tpu: str | None) -> tf.distribute.Strategy:
             "pass --tpu=local; otherwise the TPU's name."
         ) from err
     return tf.distribute.TPUStrategy(resolver)
+
+
+def is_chief(strategy: tf.distribute.Strategy) -> bool:
+    """Whether this process writes the run's files (the only process, or worker 0 / chief)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is None or not resolver.task_type:
+        return True
+    if resolver.task_type == "chief":
+        return True
+    has_chief = "chief" in resolver.cluster_spec().as_dict()
+    return resolver.task_type == "worker" and resolver.task_id == 0 and not has_chief

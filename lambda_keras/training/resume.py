@@ -11,6 +11,7 @@ is built, and leaves the backup as it is.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Mapping
@@ -21,6 +22,14 @@ BACKUP_DIR = "backup"
 
 def _normalised(settings: Mapping[str, object]) -> dict:
     return json.loads(json.dumps(dict(settings), sort_keys=True))  # tuples -> lists
+
+
+def run_settings(config, resumable: frozenset[str], **resolved) -> dict:
+    """The settings a killed run must be resumed with: the fields of the ``config`` dataclass
+    but those in ``resumable`` (where the files are, what is printed, how the work is spread),
+    with the defaults the run resolved (``resolved``, e.g. the recipe's epochs) in place."""
+    fields = dataclasses.asdict(config)
+    return {**{k: v for k, v in fields.items() if k not in resumable}, **resolved}
 
 
 def has_backup(model_dir: str) -> bool:

@@ -17,7 +17,7 @@ import keras
 import tensorflow as tf
 
 from lambda_keras import _validation as v
-from lambda_keras.preprocessing import eval_image, normalize
+from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
 
 __all__ = ["export_for_serving"]
 
@@ -31,7 +31,7 @@ def export_for_serving(
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
     v.positive_int("image_size", image_size)
-    v.number_in("crop_fraction", crop_fraction, 0.0, 1.0, low_open=True)
+    check_crop_fraction(crop_fraction)
 
     def classify(images):
         images = normalize(images)

@@ -19,8 +19,8 @@ import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.training import data, recipes, resume
-from lambda_keras.training.custom_loop import fit_with_strategy_run, is_chief
-from lambda_keras.training.distribute import make_strategy
+from lambda_keras.training.custom_loop import fit_with_strategy_run
+from lambda_keras.training.distribute import is_chief, make_strategy
 from lambda_keras.training.evaluation import top_k_accuracy
 from lambda_keras.training.serving import export_for_serving
 
@@ -176,15 +176,16 @@ def train(config: TrainConfig) -> dict:
     loop = config.loop
     if loop == "auto":
         loop = "custom" if config.strategy == "multi_worker" else "fit"
-    settings = {  # with the defaults resolved: --epochs=30 and the recipe's 30 are the same
-        **{k: v for k, v in dataclasses.asdict(config).items() if k not in RESUMABLE_CHANGES},
-        "epochs": epochs,
-        "warmup_epochs": recipe.warmup_epochs,
-        "learning_rate": recipe.base_learning_rate,
-        "horizontal_flip": _flips(config),
-        "loop": loop,
-        "classes": inputs.train.num_classes,
-    }
+    settings = resume.run_settings(  # --epochs=30 and the recipe's 30 are the same
+        config,
+        RESUMABLE_CHANGES,
+        epochs=epochs,
+        warmup_epochs=recipe.warmup_epochs,
+        learning_rate=recipe.base_learning_rate,
+        horizontal_flip=_flips(config),
+        loop=loop,
+        classes=inputs.train.num_classes,
+    )
     resume.check_resume(config.model_dir, settings)
     with strategy.scope():
         model = _compiled_model(config, recipe, inputs.train.num_classes, steps_per_epoch, epochs)

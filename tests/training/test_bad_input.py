@@ -1,10 +1,12 @@
 """Bad flags and files of the scripts: one line naming the mistake, before any model is built.
 
-Each command runs in a subprocess and fails within seconds; flag mistakes are absl's
-``FATAL Flags parsing error: ...`` (exit 1), mistakes found in the data ``error: ...`` (exit 2).
+Flag mistakes are absl's ``FATAL Flags parsing error: ...`` (exit 1): each case is parsed in
+process (the script's ``define_flags`` on a fresh ``FlagValues``), and one run of the script
+proves the wiring. Mistakes found in the data are ``error: ...`` (exit 2), run as scripts.
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
 
 from lambda_keras.training import data
+from training import eval as eval_script
+from training import export as export_script
+from training import train as train_script
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
@@ -56,13 +62,27 @@ TRAIN_FLAG_CASES = {
 
 
 @pytest.mark.parametrize("case", list(TRAIN_FLAG_CASES))
-def test_train_flags(case, tmp_path):
+def test_train_flags(case):
     flag, message = TRAIN_FLAG_CASES[case]
-    done = run("train.py", flag, f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
+    flag_values = train_script.define_flags(flags.FlagValues())
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
+        flag_values(["train.py", flag])
+
+
+def test_train_flags_are_one_line_from_the_script(tmp_path):
+    """The script's wiring: absl's one line, exit status 1, no traceback, nothing started."""
+    done = run("train.py", "--epochs=0", f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-1000:]
-    assert "FATAL Flags parsing error" in done.stderr and message in done.stderr
+    assert "FATAL Flags parsing error" in done.stderr
+    assert "--epochs must be a positive number of epochs" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()  # nothing started
+
+
+def test_train_defaults_parse():
+    flag_values = train_script.define_flags(flags.FlagValues())
+    flag_values(["train.py"])
+    assert flag_values.model == "lambda_resnet50" and flag_values.recipe == "90ep"
 
 
 def write_images(folder: Path, classes: dict[str, int]) -> None:
@@ -131,24 +151,40 @@ def test_eval_and_export_of_a_damaged_keras_file(tmp_path, content):
     assert "Traceback" not in done.stderr
 
 
+SCRIPT_FLAG_CASES = [
+    (eval_script, "--crop_fraction=0", "--crop_fraction must be a number in (0.0, 1.0]"),
+    (eval_script, "--batch_size=0", "--batch_size must be a positive integer"),
+    (eval_script, "--image_size=16", "--image_size must be >= 32"),
+    (export_script, "--crop_fraction=2", "--crop_fraction must be a number in (0.0, 1.0]"),
+    (export_script, "--image_size=8", "--image_size must be >= 32"),
+]
+
+
 @pytest.mark.parametrize(
-    "flag,message",
-    [("--crop_fraction=0", "--crop_fraction must be in"), ("--batch_size=0", "--batch_size")],
+    "script, flag, message",
+    SCRIPT_FLAG_CASES,
+    ids=[f"{case[0].__name__.rpartition('.')[2]}{case[1]}" for case in SCRIPT_FLAG_CASES],
 )
-def test_eval_flags(flag, message, tmp_path):
-    done = run("eval.py", flag, cwd=tmp_path)
-    assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+def test_eval_and_export_flags(script, flag, message):
+    flag_values = script.define_flags(flags.FlagValues())
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
+        flag_values(["script", flag])
+
+
+def test_eval_and_export_flags_are_one_line_from_the_scripts(tmp_path):
+    for script, flag, message in (
+        ("eval.py", "--crop_fraction=0", "--crop_fraction must be a number in (0.0, 1.0]"),
+        ("export.py", "--crop_fraction=2", "--crop_fraction must be a number in (0.0, 1.0]"),
+    ):
+        done = run(script, flag, cwd=tmp_path)
+        assert done.returncode == 1 and "FATAL Flags parsing error" in done.stderr, done.stderr
+        assert message in done.stderr and "Traceback" not in done.stderr
 
 
 def test_dataset_typo_without_tfds_says_what_the_name_is(monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow_datasets", None)  # as if not installed
     with pytest.raises(ValueError, match="--dataset='digitz' is neither 'digits' nor 'folder"):
         data.load_source("digitz", "train", image_size=32)
-
-
-def test_export_flags(tmp_path):
-    done = run("export.py", "--crop_fraction=2", cwd=tmp_path)
-    assert done.returncode == 1 and "--crop_fraction must be in (0, 1]" in done.stderr
 
 
 DATASET_CASES = {

@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
+from absl import flags
+
+from lambda_keras.detection.trainer import DetectionConfig, prepare_data
+from training import eval_maskrcnn, train_maskrcnn
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
@@ -79,43 +83,72 @@ def test_eval_script_scores_the_saved_model(trained):
     assert "box AP" in result.stdout.splitlines()[-1]
 
 
-def test_bad_flags_and_data_are_one_line(tmp_path):
+def test_bad_flags_and_data_are_one_line_from_the_scripts(tmp_path):
+    """The scripts' wiring: a flag mistake is absl's one line (exit 1), a data mistake one
+    ``error:`` line (exit 2), no traceback. Each kind of mistake is tested in process below and
+    in ``tests/detection/test_bad_input.py``."""
     result = run("train_maskrcnn.py", "--image_size=100", timeout=120)
     assert result.returncode == 1 and "--image_size must be a multiple of 64" in result.stderr
     result = run("train_maskrcnn.py", f"--train_annotations={tmp_path / 'x.json'}", timeout=120)
-    assert result.returncode == 2
+    assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "go together" in result.stderr.strip().splitlines()[-1]
-    for flag, message in [
-        ("--strategy=multi_worker", "keras-team/keras#20585"),
-        (f"--backbone_weights={tmp_path / 'no.weights.h5'}", "no.weights.h5' does not exist"),
-    ]:
-        result = run("train_maskrcnn.py", flag, f"--shapes_dir={tmp_path / 'data'}", timeout=120)
-        assert result.returncode == 2 and message in result.stderr.strip().splitlines()[-1]
-        assert "Traceback" not in result.stderr and not (tmp_path / "data").exists()
     result = run("eval_maskrcnn.py", f"--model_path={tmp_path / 'none.keras'}", timeout=120)
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
-def test_a_damaged_image_is_one_line_naming_it(trained, tmp_path):
+FLAG_CASES = [
+    (train_maskrcnn, "--image_size=100", "--image_size must be a multiple of 64"),
+    (train_maskrcnn, "--image_size=0", "--image_size must be a positive integer"),
+    (train_maskrcnn, "--depth=51", "--depth must be one of 50, 101"),
+    (train_maskrcnn, "--steps=0", "--steps must be a positive integer"),
+    (train_maskrcnn, "--max_instances=0", "--max_instances must be a positive integer"),
+    (train_maskrcnn, "--width_multiplier=0", "--width_multiplier must be a positive number"),
+    (train_maskrcnn, "--recipe=coco", "value should be one of"),
+    (eval_maskrcnn, "--image_size=96", "--image_size must be a multiple of 64"),
+    (eval_maskrcnn, "--batch_size=0", "--batch_size must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize(
+    "script, flag, message",
+    FLAG_CASES,
+    ids=[f"{case[0].__name__.rpartition('.')[2]}{case[1]}" for case in FLAG_CASES],
+)
+def test_bad_flags(script, flag, message):
+    flag_values = script.define_flags(flags.FlagValues())
+    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
+        flag_values(["script", flag])
+
+
+def test_unset_sizes_take_the_recipe_defaults():
+    flag_values = train_maskrcnn.define_flags(flags.FlagValues())
+    flag_values(["train_maskrcnn.py"])
+    assert flag_values.image_size is None and flag_values.batch_size is None
+
+
+def shapes_config(data, **kwargs) -> DetectionConfig:
+    paths = {
+        f"{split}_{kind}": str(data / split) + (".json" if kind == "annotations" else "")
+        for split in ("train", "val")
+        for kind in ("annotations", "images")
+    }
+    return DetectionConfig(**paths, **kwargs)
+
+
+def test_a_damaged_image_is_an_error_naming_it(trained, tmp_path):
     import shutil
 
     data = tmp_path / "data"
     shutil.copytree(trained[0] / "data", data)
     image = data / "val" / json.loads((data / "val.json").read_text())["images"][0]["file_name"]
     image.write_bytes(image.read_bytes()[:100])  # cut short
-    flags = [
-        f"--{split}_{kind}={data / split}{'.json' if kind == 'annotations' else ''}"
-        for split in ("train", "val")
-        for kind in ("annotations", "images")
-    ]
-    result = run("train_maskrcnn.py", *flags, f"--model_dir={tmp_path / 'run'}", timeout=300)
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    assert "1 image file(s) are damaged" in result.stderr and str(image) in result.stderr
+    with pytest.raises(ValueError, match="1 image file\\(s\\) are damaged") as caught:
+        prepare_data(shapes_config(data, model_dir=str(tmp_path / "run")))
+    assert str(image) in str(caught.value)
     assert not (tmp_path / "run" / "model.keras").exists()
 
 
-def test_resuming_with_other_settings_is_one_line_and_keeps_the_backup(trained, tmp_path):
+def test_resuming_with_other_settings_is_an_error_and_keeps_the_backup(trained, tmp_path):
     import shutil
 
     folder, _ = trained
@@ -124,13 +157,17 @@ def test_resuming_with_other_settings_is_one_line_and_keeps_the_backup(trained, 
     shutil.copy(folder / "run" / "run_settings.json", run_dir)  # written by the real run
     (run_dir / "backup").mkdir()  # as a killed run leaves it
     (run_dir / "backup" / "latest.weights.h5").write_bytes(b"the last epoch")
-    flags = [f"--model_dir={run_dir}", f"--shapes_dir={folder / 'data'}", "--batch_size=2"]
-    flags += ["--steps=2", "--steps_per_epoch=1"]
-    result = run("train_maskrcnn.py", *flags, "--image_size=128", timeout=300)
-    assert result.returncode == 2, result.stderr[-2000:]
-    assert "Traceback" not in result.stderr
-    assert "--image_size=64 there, 128 now" in result.stderr
-    assert "there" not in result.stderr.replace("64 there", "")  # only what differs
+    config = DetectionConfig(
+        model_dir=str(run_dir),
+        shapes_dir=str(folder / "data"),
+        batch_size=2,
+        steps=2,
+        steps_per_epoch=1,
+        image_size=128,
+    )
+    with pytest.raises(ValueError, match="--image_size=64 there, 128 now") as caught:
+        prepare_data(config)
+    assert "there" not in str(caught.value).replace("64 there", "")  # only what differs
     assert (run_dir / "backup" / "latest.weights.h5").read_bytes() == b"the last epoch"
 
 

@@ -13,6 +13,7 @@ from lambda_keras.detection.ops.anchors import (
 )
 from lambda_keras.detection.ops.boxes import (
     BBOX_DELTA_CLIP,
+    BOX_WEIGHTS,
     box_area,
     box_iou,
     clip_boxes,
@@ -31,6 +32,7 @@ from lambda_keras.detection.ops.roi_align import (
 
 __all__ = [
     "BBOX_DELTA_CLIP",
+    "BOX_WEIGHTS",
     "DEFAULT_ASPECT_RATIOS",
     "DEFAULT_SIZES",
     "assign_pyramid_levels",

@@ -14,10 +14,11 @@ import math
 
 import tensorflow as tf
 
-from lambda_keras.detection.ops import _shapes
+from lambda_keras.detection.ops import _checks
 
 __all__ = [
     "BBOX_DELTA_CLIP",
+    "BOX_WEIGHTS",
     "box_area",
     "box_iou",
     "clip_boxes",
@@ -27,13 +28,17 @@ __all__ = [
     "to_coco",
 ]
 
+# The box coder weights of the second stage (Faster R-CNN's box head, Mask R-CNN's defaults):
+# deltas scaled by (10, 10, 5, 5) for (y, x, h, w). The RPN encodes with (1, 1, 1, 1).
+BOX_WEIGHTS = (10.0, 10.0, 5.0, 5.0)
+
 # Largest log-scale a decoded box may grow by (Detectron's log(1000 / 16)): exp() never overflows.
 BBOX_DELTA_CLIP = math.log(1000.0 / 16)
 
 
 def box_area(boxes: tf.Tensor) -> tf.Tensor:
     """``[..., 4]`` boxes -> ``[...]`` areas (0 for empty or inverted boxes)."""
-    boxes = _shapes.boxes("boxes", boxes)
+    boxes = _checks.boxes("boxes", boxes)
     y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
     return tf.maximum(y2 - y1, 0.0) * tf.maximum(x2 - x1, 0.0)
 
@@ -49,8 +54,8 @@ def box_iou(boxes1: tf.Tensor, boxes2: tf.Tensor) -> tf.Tensor:
         ``[..., n, m]`` IoU in ``[0, 1]``. A pair whose union is empty (two zero-area boxes)
         has IoU 0, never NaN.
     """
-    boxes1 = _shapes.boxes("boxes1", boxes1)
-    boxes2 = _shapes.boxes("boxes2", boxes2)
+    boxes1 = _checks.boxes("boxes1", boxes1)
+    boxes2 = _checks.boxes("boxes2", boxes2)
     a = tf.expand_dims(boxes1, -2)  # [..., n, 1, 4]
     b = tf.expand_dims(boxes2, -3)  # [..., 1, m, 4]
     top = tf.maximum(a[..., 0], b[..., 0])
@@ -85,8 +90,8 @@ def encode_boxes(
         ``[..., 4]`` deltas ``(dy, dx, dh, dw)``.
     """
     wy, wx, wh, ww = weights
-    boxes, anchors = _shapes.boxes("boxes", boxes), _shapes.boxes("anchors", anchors)
-    _shapes.broadcastable("boxes", boxes, "anchors", anchors)
+    boxes, anchors = _checks.boxes("boxes", boxes), _checks.boxes("anchors", anchors)
+    _checks.broadcastable("boxes", boxes, "anchors", anchors)
     cy, cx, h, w = _centres_sizes(boxes)
     acy, acx, ah, aw = _centres_sizes(anchors)
     return tf.stack(
@@ -117,9 +122,9 @@ def decode_boxes(
         ``[..., 4]`` boxes ``(y1, x1, y2, x2)``.
     """
     wy, wx, wh, ww = weights
-    deltas = _shapes.boxes("deltas", deltas, layout="[..., 4] (dy, dx, dh, dw)")
-    anchors = _shapes.boxes("anchors", anchors)
-    _shapes.broadcastable("deltas", deltas, "anchors", anchors)
+    deltas = _checks.boxes("deltas", deltas, layout="[..., 4] (dy, dx, dh, dw)")
+    anchors = _checks.boxes("anchors", anchors)
+    _checks.broadcastable("deltas", deltas, "anchors", anchors)
     acy, acx, ah, aw = _centres_sizes(anchors)
     dy, dx, dh, dw = tf.unstack(deltas, axis=-1)
     cy = dy / wy * ah + acy
@@ -136,7 +141,7 @@ def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
         image_shape: ``(height, width)``, or ``[..., 2]`` per image (broadcast against the
             boxes' leading dimensions after adding a box axis, e.g. ``[batch, 1, 2]``).
     """
-    boxes = _shapes.boxes("boxes", boxes)
+    boxes = _checks.boxes("boxes", boxes)
     image_shape = tf.cast(image_shape, tf.float32)
     height, width = image_shape[..., 0], image_shape[..., 1]
     y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
@@ -153,12 +158,12 @@ def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
 
 def from_coco(boxes: tf.Tensor) -> tf.Tensor:
     """COCO ``[..., (x, y, width, height)]`` -> ``[..., (y1, x1, y2, x2)]``."""
-    boxes = _shapes.boxes("boxes", boxes, layout="[..., 4] (x, y, w, h)")
+    boxes = _checks.boxes("boxes", boxes, layout="[..., 4] (x, y, w, h)")
     x, y, w, h = tf.unstack(boxes, axis=-1)
     return tf.stack([y, x, y + h, x + w], axis=-1)
 
 
 def to_coco(boxes: tf.Tensor) -> tf.Tensor:
     """``[..., (y1, x1, y2, x2)]`` -> COCO ``[..., (x, y, width, height)]``."""
-    y1, x1, y2, x2 = tf.unstack(_shapes.boxes("boxes", boxes), axis=-1)
+    y1, x1, y2, x2 = tf.unstack(_checks.boxes("boxes", boxes), axis=-1)
     return tf.stack([x1, y1, x2 - x1, y2 - y1], axis=-1)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from lambda_keras import _validation as v
-from lambda_keras.detection.ops import _shapes
+from lambda_keras.detection.ops import _checks
 from lambda_keras.detection.ops.roi_align import _roi_align_flat
 
 __all__ = ["crop_masks", "paste_masks"]
@@ -54,9 +54,9 @@ def paste_masks(
     if not tf.is_tensor(image_shape):
         height = v.positive_int("image_shape[0]", height)
         width = v.positive_int("image_shape[1]", width)
-    masks = _shapes.tensor("masks", masks, 3, "[n, M, M]")
-    boxes = _shapes.boxes("boxes", boxes, 2, "[n, 4]")
-    _shapes.same_sizes("masks", masks, "boxes", boxes, axes=1)
+    masks = _checks.tensor("masks", masks, 3, "[n, M, M]")
+    boxes = _checks.boxes("boxes", boxes, 2, "[n, 4]")
+    _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
     rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1])
     cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2])
     pasted = tf.matmul(tf.matmul(rows, masks), cols, transpose_b=True)
@@ -81,11 +81,11 @@ def crop_masks(
     Returns:
         ``[batch, num_boxes, mask_size, mask_size]`` float32.
     """
-    masks = _shapes.tensor("masks", masks, 4, "[batch, num_masks, height, width]")
-    boxes = _shapes.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
-    mask_indices = _shapes.tensor("mask_indices", mask_indices, 2, "[batch, num_boxes]", None)
-    _shapes.same_sizes("boxes", boxes, "mask_indices", mask_indices, axes=2)
-    _shapes.same_sizes("masks", masks, "boxes", boxes, axes=1)
+    masks = _checks.tensor("masks", masks, 4, "[batch, num_masks, height, width]")
+    boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    mask_indices = _checks.tensor("mask_indices", mask_indices, 2, "[batch, num_boxes]", None)
+    _checks.same_sizes("boxes", boxes, "mask_indices", mask_indices, axes=2)
+    _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
     shape = tf.shape(masks)
     flat = tf.reshape(masks, [shape[0], shape[1] * shape[2] * shape[3], 1])
     mask_indices = tf.cast(mask_indices, tf.int32)

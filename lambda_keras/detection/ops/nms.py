@@ -5,7 +5,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from lambda_keras import _validation as v
-from lambda_keras.detection.ops import _shapes
+from lambda_keras.detection.ops import _checks
 
 __all__ = ["batched_nms", "nms"]
 
@@ -34,11 +34,11 @@ def nms(
     """
     max_output_size = v.positive_int("max_output_size", max_output_size)
     v.number_in("iou_threshold", iou_threshold, 0.0, 1.0)
-    boxes = _shapes.boxes("boxes", boxes, layout="[..., n, 4]")
+    boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     rank = None if boxes.shape.rank is None else boxes.shape.rank - 1
-    scores = _shapes.tensor("scores", scores, rank, "[..., n]")
+    scores = _checks.tensor("scores", scores, rank, "[..., n]")
     if rank is not None:
-        _shapes.same_sizes("boxes", boxes, "scores", scores, axes=rank)
+        _checks.same_sizes("boxes", boxes, "scores", scores, axes=rank)
     # TF sorts the coordinates of each box itself unless told they are already canonical.
     indices, num_valid = tf.image.non_max_suppression_padded(
         boxes,
@@ -72,11 +72,11 @@ def batched_nms(
     Returns:
         As :func:`nms`.
     """
-    boxes = _shapes.boxes("boxes", boxes, layout="[..., n, 4]")
+    boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     classes = tf.convert_to_tensor(classes)
     if boxes.shape.rank is not None:
-        classes = _shapes.tensor("classes", classes, boxes.shape.rank - 1, "[..., n]", None)
-        _shapes.same_sizes("boxes", boxes, "classes", classes, axes=boxes.shape.rank - 1)
+        classes = _checks.tensor("classes", classes, boxes.shape.rank - 1, "[..., n]", None)
+        _checks.same_sizes("boxes", boxes, "classes", classes, axes=boxes.shape.rank - 1)
     offset = tf.reduce_max(tf.abs(boxes)) + 1.0
     shifted = boxes + (tf.cast(classes, tf.float32) * offset)[..., None]
     return nms(shifted, scores, max_output_size, iou_threshold, score_threshold)

@@ -22,7 +22,7 @@ import math
 import tensorflow as tf
 
 from lambda_keras import _validation as v
-from lambda_keras.detection.ops import _shapes
+from lambda_keras.detection.ops import _checks
 
 __all__ = ["assign_pyramid_levels", "multilevel_roi_align", "roi_align"]
 
@@ -48,11 +48,11 @@ def roi_align(
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
     """
-    features = _shapes.tensor(
+    features = _checks.tensor(
         "features", features, 4, "[batch, height, width, channels]", dtype=None
     )
-    boxes = _shapes.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
-    _shapes.same_sizes("features", features, "boxes", boxes, axes=1)
+    boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    _checks.same_sizes("features", features, "boxes", boxes, axes=1)
     if not tf.is_tensor(spatial_scale):
         spatial_scale = v.positive_number("spatial_scale", spatial_scale)
     shape = tf.shape(features)
@@ -88,7 +88,7 @@ def assign_pyramid_levels(
     Returns:
         ``[...]`` int32 levels.
     """
-    boxes = _shapes.boxes("boxes", boxes)
+    boxes = _checks.boxes("boxes", boxes)
     height = tf.maximum(boxes[..., 2] - boxes[..., 0], 0.0)
     width = tf.maximum(boxes[..., 3] - boxes[..., 1], 0.0)
     size = tf.maximum(tf.sqrt(height * width), 1e-6)
@@ -119,7 +119,7 @@ def multilevel_roi_align(
     levels = _pyramid_levels(features)
     layout = "[batch, height, width, channels]"
     maps = [
-        _shapes.tensor(f"features['P{level}']", features[f"P{level}"], 4, layout, dtype=None)
+        _checks.tensor(f"features['P{level}']", features[f"P{level}"], 4, layout, dtype=None)
         for level in levels
     ]
     channels = {m.shape[-1] for m in maps}
@@ -136,8 +136,8 @@ def multilevel_roi_align(
     sizes = [s[1] * s[2] for s in shapes]
     offsets = tf.math.cumsum(tf.stack(sizes), exclusive=True)
 
-    boxes = _shapes.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
-    _shapes.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
+    boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    _checks.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
     index = (
         assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
         - levels[0]

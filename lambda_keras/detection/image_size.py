@@ -1,0 +1,20 @@
+"""The image sides Mask R-CNN takes: multiples of its largest stride (P6, 64)."""
+
+from __future__ import annotations
+
+from lambda_keras import _validation as v
+
+__all__ = ["SIZE_MULTIPLE", "check_image_size"]
+
+SIZE_MULTIPLE = 64  # the stride of P6, the coarsest pyramid level
+
+
+def check_image_size(image_size, name: str = "image_size") -> int:
+    """Return ``image_size`` as an int, or raise ``ValueError`` unless it is a positive
+    multiple of :data:`SIZE_MULTIPLE`."""
+    if v.positive_int(name, image_size) % SIZE_MULTIPLE:
+        raise ValueError(
+            f"`{name}` must be a multiple of {SIZE_MULTIPLE} (MaskRCNN's largest stride, P6); "
+            f"received {name}={image_size}."
+        )
+    return int(image_size)
