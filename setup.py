@@ -36,6 +36,7 @@ setup(
         "notebooks": ["matplotlib>=3.7", "ipykernel>=6", "nbclient>=0.9", "scikit-learn>=1.3"],
         "test": [
             "pytest>=8",
+            "pytest-xdist>=3.5",
             "ruff>=0.6",
             "scikit-learn>=1.3",
             "tensorboard>=2.20",

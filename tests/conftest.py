@@ -1,4 +1,5 @@
-"""Test session set-up: quiet TensorFlow, deterministic seeds, float32 policy restored."""
+"""Test session set-up: quiet TensorFlow, deterministic seeds, float32 policy restored, and how
+pytest-xdist spreads the tests over worker processes."""
 
 import os
 
@@ -17,3 +18,20 @@ def _seed_and_policy():
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long checks, excluded from the default run")
+    config.addinivalue_line(
+        "markers",
+        "end_to_end: whole training runs, scripts and notebooks (deselect with "
+        "-m 'not slow and not end_to_end' for a quick run while iterating)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "xdist_group(name): tests that share an expensive module fixture run in one xdist "
+        "worker (--dist loadgroup), so it is built once; other tests go one by one to a free "
+        "worker",
+    )
+
+
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core, at most 4 (each imports TensorFlow and trains models:
+    a few GB of memory apiece)."""
+    return max(1, min(os.cpu_count() or 1, 4))

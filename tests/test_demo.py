@@ -1,8 +1,11 @@
 """The README's main job: the demo trains on real digits, agrees across implementations, saves."""
 
+import pytest
+
 from lambda_keras import demo
 
 
+@pytest.mark.end_to_end
 def test_demo_trains_and_saves(tmp_path, capsys):
     accuracy = demo.main(["--epochs", "8", "--output_dir", str(tmp_path)])
     out = capsys.readouterr().out

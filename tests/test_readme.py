@@ -3,6 +3,8 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from lambda_keras.zoo import weights as weights_lib
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +28,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_command in ci_lines
 
 
+@pytest.mark.end_to_end
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "keras_cache"))

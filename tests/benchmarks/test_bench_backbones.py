@@ -5,10 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_backbones.py"
 
 
+@pytest.mark.end_to_end
 def test_bench_backbones_prints_a_row_per_model():
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--size=64", "--models=resnet_rs50", "--repeats=1"],

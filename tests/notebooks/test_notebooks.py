@@ -17,6 +17,7 @@ def test_the_notebooks_exist():
     assert {"lambda_layers", "train_lambda_resnet", "fine_tune_and_serve", "mask_rcnn"} <= names
 
 
+@pytest.mark.end_to_end
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch):
     monkeypatch.setenv("LAMBDA_KERAS_NOTEBOOK_SMOKE", "1")

@@ -51,6 +51,7 @@ def test_tfds_builder_prepared_locally(tmp_path):
         data.tfds_source("lambda_keras_toy_shapes", "validation", data_dir=str(tmp_path))
 
 
+@pytest.mark.end_to_end
 def test_trainer_on_a_tfds_data_set(tmp_path):
     result = train(
         TrainConfig(

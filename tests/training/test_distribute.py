@@ -42,6 +42,7 @@ def test_default_and_one_device():
     assert make_strategy("one_device").num_replicas_in_sync == 1
 
 
+@pytest.mark.end_to_end
 def test_mirrored_trains_a_lambda_model_on_two_logical_cpus():
     script = textwrap.dedent(
         """

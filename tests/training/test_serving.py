@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pytest
 import sklearn
 
 from lambda_keras import zoo
@@ -16,6 +17,7 @@ from lambda_keras.training.serving import export_for_serving
 CHINA = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"  # a real photo
 
 
+@pytest.mark.end_to_end
 def test_both_signatures_classify_a_real_photo_in_a_fresh_process(tmp_path):
     model = zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
     export_for_serving(model, str(tmp_path / "serving"), image_size=64)

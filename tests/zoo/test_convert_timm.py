@@ -130,6 +130,7 @@ def test_bad_checkpoints_name_the_tensor_and_assign_nothing():
         np.testing.assert_array_equal(old, np.asarray(w))
 
 
+@pytest.mark.end_to_end
 def test_command_line_converts_and_the_builder_loads(tmp_path):
     state = random_state("lambda_resnet26t", seed=3)
     checkpoint = tmp_path / "model.safetensors"
