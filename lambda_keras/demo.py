@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras
 import numpy as np
 
-from lambda_keras.layers import LambdaLayer
+from lambda_keras.layers import BatchNormalization, LambdaLayer
 from lambda_keras.training.data import digits_split
 
 
@@ -43,7 +43,7 @@ def build_model(implementation: str = "auto") -> keras.Model:
     """Conv stem, a 5x5-scope lambda layer and a global one, then the classifier."""
     inputs = keras.Input((8, 8, 1), name="digits")
     x = keras.layers.Conv2D(32, 3, padding="same", use_bias=False)(inputs)
-    x = keras.layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+    x = BatchNormalization(momentum=BN_MOMENTUM)(x)
     x = keras.layers.ReLU()(x)
     for scope in (5, None):
         x = LambdaLayer(
@@ -54,7 +54,7 @@ def build_model(implementation: str = "auto") -> keras.Model:
             batch_norm_momentum=BN_MOMENTUM,
             implementation=implementation,
         )(x)
-        x = keras.layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
+        x = BatchNormalization(momentum=BN_MOMENTUM)(x)
         x = keras.layers.ReLU()(x)
     x = keras.layers.GlobalAveragePooling2D()(x)
     x = keras.layers.Dropout(0.3)(x)

@@ -1,6 +1,7 @@
 """Layers: LambdaLayer, the convolution-style LambdaConv2D / LambdaConv1D, swap_convolutions,
-RelativePositionEmbedding, StochasticDepth."""
+RelativePositionEmbedding, StochasticDepth, and the BatchNormalization they and the zoo use."""
 
+from lambda_keras.layers.batch_normalization import BatchNormalization
 from lambda_keras.layers.lambda_conv import LambdaConv1D, LambdaConv2D
 from lambda_keras.layers.lambda_layer import LambdaLayer
 from lambda_keras.layers.position_lambdas import (
@@ -13,6 +14,7 @@ from lambda_keras.layers.stochastic_depth import StochasticDepth
 from lambda_keras.layers.swap_convolutions import swap_convolutions
 
 __all__ = [
+    "BatchNormalization",
     "LambdaConv1D",
     "LambdaConv2D",
     "LambdaLayer",

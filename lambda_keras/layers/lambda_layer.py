@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
+from lambda_keras.layers.batch_normalization import BatchNormalization
 from lambda_keras.layers.position_lambdas import (
     conv_position_lambdas,
     depthwise_position_lambdas,
@@ -332,7 +333,7 @@ class LambdaLayer(keras.layers.Layer):
         """The batch norm of the queries (split 0) or values (split 2), built; None if off."""
         if not enabled:
             return None
-        norm = keras.layers.BatchNormalization(
+        norm = BatchNormalization(
             momentum=self.batch_norm_momentum,
             epsilon=self.batch_norm_epsilon,
             dtype=self.dtype_policy,

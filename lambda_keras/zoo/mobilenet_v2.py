@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 
 from lambda_keras import _validation as v
-from lambda_keras.layers import LambdaLayer
+from lambda_keras.layers import BatchNormalization, LambdaLayer
 from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
 from lambda_keras.zoo import applications
 from lambda_keras.zoo.registry import register_model
@@ -53,7 +53,7 @@ def _block_channels(block: int) -> int:
 
 
 def _bn_relu6(x, name):
-    x = keras.layers.BatchNormalization(name=f"{name}_bn", **BN)(x)
+    x = BatchNormalization(name=f"{name}_bn", **BN)(x)
     return keras.layers.ReLU(6.0, name=f"{name}_relu")(x)
 
 
@@ -78,7 +78,7 @@ def inverted_bottleneck(x, expansion: int, filters: int, strides: int, name: str
     )(y)
     y = _bn_relu6(y, f"{name}_depthwise")
     y = _pointwise(y, filters, f"{name}_project")
-    y = keras.layers.BatchNormalization(name=f"{name}_project_bn", **BN)(y)
+    y = BatchNormalization(name=f"{name}_project_bn", **BN)(y)
     if strides == 1 and channels == filters:
         y = keras.layers.Add(name=f"{name}_add")([x, y])
     return y
@@ -95,7 +95,7 @@ def lambda_block(x, filters: int, name: str, lambda_options: dict):
     y = LambdaLayer(channels, name=f"{name}_lambda", **lambda_options)(y)
     y = _bn_relu6(y, f"{name}_lambda")
     y = _pointwise(y, filters, f"{name}_project")
-    y = keras.layers.BatchNormalization(name=f"{name}_project_bn", **BN)(y)
+    y = BatchNormalization(name=f"{name}_project_bn", **BN)(y)
     if channels == filters:
         y = keras.layers.Add(name=f"{name}_add")([x, y])
     return y
@@ -164,7 +164,7 @@ def _mobilenet_v2(
                     x = inverted_bottleneck(x, expansion, filters, strides, f"block{block}")
         last = make_divisible(1280 * alpha) if alpha > 1.0 else 1280
         x = _pointwise(x, last, "head_conv")
-        x = keras.layers.BatchNormalization(name="head_bn", **BN)(x)
+        x = BatchNormalization(name="head_bn", **BN)(x)
         return keras.layers.ReLU(6.0, name="features")(x)
 
     return applications.build(app, architecture=architecture, body=body, dropout_rate=dropout_rate)

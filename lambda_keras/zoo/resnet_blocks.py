@@ -11,7 +11,7 @@ import dataclasses
 import keras
 
 from lambda_keras import _validation as v
-from lambda_keras.layers import LambdaLayer, StochasticDepth
+from lambda_keras.layers import BatchNormalization, LambdaLayer, StochasticDepth
 from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
 
 
@@ -65,8 +65,8 @@ class NormConfig:
     momentum: float = 0.9
     epsilon: float = 1e-5
 
-    def layer(self, name: str, zero_gamma: bool = False) -> keras.layers.BatchNormalization:
-        return keras.layers.BatchNormalization(
+    def layer(self, name: str, zero_gamma: bool = False) -> BatchNormalization:
+        return BatchNormalization(
             momentum=self.momentum,
             epsilon=self.epsilon,
             gamma_initializer="zeros" if zero_gamma else "ones",

@@ -1,0 +1,91 @@
+"""An empty training batch leaves every moving statistic as it was (Keras' own layer turns them
+into NaN, and every later prediction with them)."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras import zoo
+from lambda_keras.layers import BatchNormalization, LambdaLayer
+from lambda_keras.layers.model_layers import all_layers
+
+
+def moving_statistics(model_or_layer) -> dict[str, np.ndarray]:
+    return {
+        v.path: np.array(v.numpy())
+        for v in model_or_layer.non_trainable_weights
+        if "moving" in v.path
+    }
+
+
+def test_an_empty_batch_leaves_the_statistics_and_a_full_one_updates_them():
+    layer = BatchNormalization(momentum=0.5)
+    x = np.random.default_rng(0).normal(3.0, 2.0, (8, 4, 4, 3)).astype("float32")
+    layer(x, training=True)
+    before = moving_statistics(layer)
+    out = layer(np.zeros((0, 4, 4, 3), "float32"), training=True)
+    assert tuple(out.shape) == (0, 4, 4, 3)
+    after = moving_statistics(layer)
+    for name in before:
+        np.testing.assert_array_equal(after[name], before[name], err_msg=name)
+    layer(x, training=True)
+    mean = layer.moving_mean.numpy()
+    np.testing.assert_allclose(mean, 0.25 * 0 + 0.75 * x.mean(axis=(0, 1, 2)), rtol=1e-5)
+
+
+def test_inside_a_compiled_function_with_an_unknown_batch():
+    layer = BatchNormalization()
+    layer.build((None, 5))
+    before = moving_statistics(layer)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, 5), tf.float32)])
+    def step(x):
+        return layer(x, training=True)
+
+    step(tf.zeros((0, 5)))
+    for name, value in moving_statistics(layer).items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+    step(tf.ones((4, 5)))
+    assert not np.array_equal(layer.moving_mean.numpy(), before[layer.moving_mean.path])
+
+
+def test_the_lambda_layers_batch_norms_survive_an_empty_batch():
+    layer = LambdaLayer(16, key_dim=8, num_heads=2, scope_size=3)
+    x = np.random.default_rng(1).normal(size=(2, 6, 6, 8)).astype("float32")
+    expected = np.asarray(layer(x, training=False))
+    before = moving_statistics(layer)
+    assert before  # query and value batch norms
+    assert tuple(layer(x[:0], training=True).shape) == (0, 6, 6, 16)
+    for name, value in moving_statistics(layer).items():
+        np.testing.assert_array_equal(value, before[name], err_msg=name)
+    np.testing.assert_array_equal(np.asarray(layer(x, training=False)), expected)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: zoo.LambdaResNet50(width_multiplier=0.125, input_shape=(32, 32, 3), classes=3),
+        lambda: zoo.LambdaMobileNetV2(alpha=0.35, input_shape=(32, 32, 3), classes=3),
+    ],
+    ids=["lambda_resnet50", "lambda_mobilenet_v2"],
+)
+def test_zoo_models_are_never_poisoned_by_an_empty_training_batch(build):
+    model = build()
+    batch_norms = [
+        layer
+        for layer in all_layers(model)
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]
+    assert batch_norms and all(isinstance(n, BatchNormalization) for n in batch_norms)
+    x = np.random.default_rng(2).uniform(0, 1, (2, 32, 32, 3)).astype("float32")
+    expected = model.predict(x, verbose=0)
+    try:
+        model(x[:0], training=True)
+    except ValueError as err:
+        # TensorFlow's conv2d returns its input's shape for an empty batch (tf.nn.conv2d on
+        # [0, 34, 34, 3] gives [0, 34, 34, 3]), so the next layer refuses it, loudly.
+        assert "incompatible with the layer" in str(err)
+    got = model.predict(x, verbose=0)
+    assert np.isfinite(got).all()
+    np.testing.assert_array_equal(got, expected)
