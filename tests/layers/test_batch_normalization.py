@@ -73,9 +73,7 @@ def test_the_lambda_layers_batch_norms_survive_an_empty_batch():
 def test_zoo_models_are_never_poisoned_by_an_empty_training_batch(build):
     model = build()
     batch_norms = [
-        layer
-        for layer in all_layers(model)
-        if isinstance(layer, keras.layers.BatchNormalization)
+        layer for layer in all_layers(model) if isinstance(layer, keras.layers.BatchNormalization)
     ]
     assert batch_norms and all(isinstance(n, BatchNormalization) for n in batch_norms)
     x = np.random.default_rng(2).uniform(0, 1, (2, 32, 32, 3)).astype("float32")
