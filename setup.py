@@ -28,8 +28,9 @@ setup(
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
-        # Reading timm's .safetensors checkpoints (convert_timm) without PyTorch.
-        "timm": ["safetensors>=0.4"],
+        # Reading timm's .safetensors checkpoints (convert_timm) without PyTorch; fetching them
+        # from the Hugging Face Hub (huggingface_hub: cache, resume, checked downloads).
+        "timm": ["safetensors>=0.4", "huggingface_hub>=0.23"],
         # COCO-format data and COCOeval for lambda_keras.detection.
         "detection": ["pycocotools>=2.0.7"],
         # Running the notebooks in notebooks/ (Jupyter or nbclient).

@@ -97,6 +97,7 @@ for _weights in TIMM_WEIGHTS.values():
         family="resnet",
         hub_id=_weights.hub_id,
         sha256=None,
+        sha256_source=None,
         input_size=_weights.test_size,
         crop_fraction=_weights.crop_fraction,
     )

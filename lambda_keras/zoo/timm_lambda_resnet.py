@@ -16,8 +16,10 @@ and the architecture here follows timm exactly, so that timm's weights give timm
   embeddings over the whole map (``26rpt_256``: global context, sized to a 256x256 input);
 * ReLU (``26t``, ``26rpt``) or SiLU (``50ts``); global average pooling and a linear classifier.
 
-``weights="imagenet"`` downloads timm's ``model.safetensors`` from the Hugging Face Hub, checks
-its SHA-256, converts it (:mod:`lambda_keras.zoo.convert_timm`) and caches the Keras file.
+``weights="imagenet"`` is registered for each: with a SHA-256 pinned (and its source cited) it
+downloads timm's ``model.safetensors`` from the Hugging Face Hub, checks it, converts it
+(:mod:`lambda_keras.zoo.timm_checkpoint`) and caches the Keras file; none is pinned yet, so it
+explains how to convert a file fetched by hand (``python -m lambda_keras.zoo.convert_timm``).
 The images these weights expect: :func:`preprocess_input` (ImageNet mean/std) after the
 evaluation resize and crop of :func:`eval_image` (bicubic, shorter side to
 ``size / crop_fraction``, centre crop).
@@ -85,7 +87,10 @@ class TimmLambdaResNetSpec:
         crop_fraction: timm's evaluation ``crop_pct``.
         fixed_input_size: The weights only fit ``image_size`` inputs (relative embeddings).
         hub_id: The weights on the Hugging Face Hub (``timm/<model>.<tag>``).
-        sha256: SHA-256 of the Hub's ``model.safetensors``, or None when not pinned.
+        sha256: SHA-256 of the Hub's ``model.safetensors``, or None when not pinned (such
+            weights are listed, never downloaded unchecked).
+        sha256_source: Where ``sha256`` can be checked: the Hub's LFS pointer at a named
+            revision, or an upstream file that publishes it. A hash without a source is refused.
         top1: ImageNet-1k top-1 (%) at ``image_size`` as timm measured it.
         parameters: timm's parameter count.
     """
@@ -100,6 +105,7 @@ class TimmLambdaResNetSpec:
     fixed_input_size: bool
     hub_id: str
     sha256: str | None
+    sha256_source: str | None
     top1: float
     parameters: int
 
@@ -129,6 +135,7 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             fixed_input_size=False,
             hub_id="timm/lambda_resnet26t.c1_in1k",
             sha256=None,
+            sha256_source=None,
             top1=79.13,
             parameters=10_958_272,
         ),
@@ -143,6 +150,7 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             fixed_input_size=True,
             hub_id="timm/lambda_resnet26rpt_256.c1_in1k",
             sha256=None,
+            sha256_source=None,
             top1=78.96,
             parameters=10_988_688,
         ),
@@ -158,7 +166,10 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             crop_fraction=0.95,
             fixed_input_size=False,
             hub_id="timm/lambda_resnet50ts.a1h_in1k",
-            sha256="bcb80eaa77910c72c9c0ff9e83f99d550270fc23ab0ccac69d01e35cb269cdf8",
+            # The hash pinned here before had no recorded source and nothing on these machines
+            # can reach the Hub to check one: unpinned until a citable source is at hand.
+            sha256=None,
+            sha256_source=None,
             top1=81.18,
             parameters=21_536_832,
         ),
@@ -172,6 +183,7 @@ for _spec in SPECS.values():
         family="byobnet",
         hub_id=_spec.hub_id,
         sha256=_spec.sha256,
+        sha256_source=_spec.sha256_source,
         input_size=_spec.image_size,
         crop_fraction=_spec.crop_fraction,
     )

@@ -65,6 +65,8 @@ class WeightsSpec:
             ``model.safetensors``, converted on first use).
         aliases: Other names that select these weights for their architecture only, e.g.
             ``("imagenet",)``: ``weights="imagenet"``.
+        sha256_source: Where ``sha256`` comes from and can be checked (e.g. the Hub's LFS
+            pointer at a named revision); required for the project's own timm registrations.
     """
 
     name: str
@@ -77,6 +79,7 @@ class WeightsSpec:
     crop_fraction: float = 0.875
     source_format: str = "keras"
     aliases: tuple[str, ...] = ()
+    sha256_source: str | None = None
 
     def __post_init__(self):
         if self.source_format not in SOURCE_FORMATS:
@@ -117,12 +120,22 @@ def register_timm_weights(
     family: str,
     hub_id: str,
     sha256: str | None,
+    sha256_source: str | None,
     input_size: int,
     crop_fraction: float,
 ) -> WeightsSpec:
     """Register timm's ImageNet ``model.safetensors`` of ``hub_id`` (``timm/<model>.<tag>`` on
     the Hugging Face Hub) as ``weights="imagenet"`` of the zoo's ``architecture``, whose timm
-    model class is ``family`` (``"byobnet"`` or ``"resnet"``); converted on first use."""
+    model class is ``family`` (``"byobnet"`` or ``"resnet"``); converted on first use.
+
+    A pinned ``sha256`` must say where it can be checked (``sha256_source``); without a hash
+    the weights are listed and never downloaded unchecked."""
+    if sha256 is not None and not sha256_source:
+        raise ValueError(
+            f"The SHA-256 pinned for {hub_id!r} needs its source (`sha256_source`: the Hub's LFS "
+            "pointer at a named revision, or an upstream file that publishes it); a hash that "
+            "cannot be cited is left unpinned (sha256=None)."
+        )
     if family not in timm_checkpoint.FAMILIES:
         raise ValueError(
             f"`family` must be one of {timm_checkpoint.FAMILIES}; received {family!r}."
@@ -136,6 +149,7 @@ def register_timm_weights(
         crop_fraction=crop_fraction,
         source_format="timm",
         aliases=("imagenet",),
+        sha256_source=sha256_source,
     )
     register_weights(spec)
     _TIMM_FAMILIES[architecture] = family

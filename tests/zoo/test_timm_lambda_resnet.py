@@ -93,9 +93,30 @@ def test_imagenet_weights_are_registered_with_their_evaluation():
             resolved.url == f"https://huggingface.co/{spec.hub_id}/resolve/main/model.safetensors"
         )
         assert (resolved.input_size, resolved.crop_fraction) == (256, spec.crop_fraction)
-    assert tlr.SPECS["lambda_resnet50ts"].sha256.startswith("bcb80eaa")
+    # No hash without a source: none of timm's files could be cited from these machines.
+    assert all(s.sha256 is None or s.sha256_source for s in tlr.SPECS.values())
     with pytest.raises(ValueError, match=r"Unknown weights 'imagenet'"):
         zoo.LambdaResNet50(weights="imagenet")  # the alias belongs to the timm ports only
+
+
+def test_a_pinned_hash_must_cite_its_source():
+    arguments = dict(
+        architecture="lambda_resnet26t",
+        family="byobnet",
+        hub_id="timm/lambda_resnet26t.test_in1k",
+        input_size=256,
+        crop_fraction=0.94,
+    )
+    with pytest.raises(ValueError, match="needs its source"):
+        weights_lib.register_timm_weights(sha256="0" * 64, sha256_source=None, **arguments)
+    assert "lambda_resnet26t.test_in1k" not in weights_lib.registered_weights()
+    spec = weights_lib.register_timm_weights(
+        sha256="0" * 64, sha256_source="the Hub's LFS pointer at revision 0000000", **arguments
+    )
+    try:
+        assert spec.sha256_source.startswith("the Hub's LFS pointer")
+    finally:
+        weights_lib.unregister_weights(spec.name)
 
 
 def test_unpinned_weights_are_never_downloaded(monkeypatch, tmp_path):
