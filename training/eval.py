@@ -41,6 +41,18 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     return fv
 
 
+def result_line(model_path: str, split: str, result: dict) -> str:
+    """The line the script prints: the scores, on how many images, and how many damaged files
+    of the split were left out (their paths are printed above it when the data is read)."""
+    counted = f"{result['examples']} images"
+    if result["skipped"]:
+        counted += f"; {result['skipped']} damaged file(s) skipped, listed above"
+    return (
+        f"{model_path} on {split} ({counted}): "
+        f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}"
+    )
+
+
 def main(argv):
     del argv
     FLAGS = flags.FLAGS
@@ -59,10 +71,7 @@ def main(argv):
     except ValueError as err:  # a user's mistake: one line, exit status 2
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    print(
-        f"{FLAGS.model_path} on {FLAGS.dataset}/{FLAGS.split} ({result['examples']} images): "
-        f"top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f}"
-    )
+    print(result_line(FLAGS.model_path, f"{FLAGS.dataset}/{FLAGS.split}", result))
 
 
 if __name__ == "__main__":

@@ -267,10 +267,9 @@ class LambdaLayer(keras.layers.Layer):
         self._dim_out = dim_out
         self._value_dim = dim_out // self.num_heads
         spatial = input_shape[1:-1]
-        self._check_context_mask_size(_num_positions(spatial))
         if self.position:
             self._build_position_embedding(spatial)
-            self._check_global_range(spatial)
+        self._check_map(spatial, _num_positions(spatial))
         h, k, u, g = self.num_heads, self.key_dim, self.intra_depth, self.groups
         self._splits = [h * k, g * k * u, g * self._value_dim * u]
         self._build_projections(channels)
@@ -376,13 +375,37 @@ class LambdaLayer(keras.layers.Layer):
                 f"positions; received context_mask of shape {list(self.context_mask.shape)}."
             )
 
-    def _check_global_range(self, spatial):
-        """A global context's embeddings must cover the map: axes of static length (ints) are
-        checked now (``ValueError``), axes of unknown length (tensors) when the graph runs;
-        ``None`` (unknown at build time) is skipped."""
-        if self.scope_size is not None:
-            return
+    def _check_map(self, spatial, n) -> list:
+        """The input map fits what the layer was built for: the context mask's positions and a
+        global context's embedding range. Sides known when traced (ints) are checked now
+        (``ValueError``); sides known only when the graph runs (tensors) then
+        (``InvalidArgumentError`` naming the layer, what it covers and the map received);
+        unknown sides at build time (``None``) are skipped.
+
+        Returns:
+            The run-time assertions, for the computation to depend on.
+        """
+        checks = []
+        if self.context_mask is not None:
+            self._check_context_mask_size(n)
+            if isinstance(n, tf.Tensor):
+                size = self.context_mask.shape[0]
+                checks.append(
+                    self._assert_when_run(
+                        tf.equal(n, size),
+                        f"its context_mask covers maps of {size} positions (shape "
+                        f"[{size}, {size}])",
+                        spatial,
+                    )
+                )
+        if self.position and self.scope_size is None:
+            checks += self._check_global_range(spatial)
+        return [check for check in checks if check is not None]  # None when eager
+
+    def _check_global_range(self, spatial) -> list:
+        """A global context's embeddings must cover the map (see :meth:`_check_map`)."""
         extent = self.position_embedding.max_extent
+        checks = []
         for axis, (s, e) in enumerate(zip(spatial, extent, strict=True)):
             if isinstance(s, (int, np.integer)) and s > e:
                 raise ValueError(
@@ -391,14 +414,25 @@ class LambdaLayer(keras.layers.Layer):
                     "the layer with a larger `max_size`, or use a local `scope_size`."
                 )
             if isinstance(s, tf.Tensor):
-                tf.debugging.assert_less_equal(
-                    s,
-                    e,
-                    message=(
-                        "LambdaLayer global context: the input map is larger than the relative "
-                        f"embeddings cover ({extent}); build the layer with a larger max_size."
-                    ),
+                checks.append(
+                    self._assert_when_run(
+                        tf.less_equal(s, e),
+                        f"the relative embeddings of its global context cover maps up to "
+                        f"{extent} (build it with a larger max_size)",
+                        spatial,
+                    )
                 )
+        return checks
+
+    def _assert_when_run(self, condition, covers: str, spatial):
+        return tf.debugging.Assert(
+            condition,
+            [
+                # No quotes: TensorFlow escapes them in the error message.
+                f"LambdaLayer {self.name}: {covers}; received an input map of spatial shape",
+                tf.stack([tf.cast(side, tf.int32) for side in spatial]),
+            ],
+        )
 
     # ------------------------------------------------------------------ call
     def resolve_implementation(self, spatial_shape: Sequence[int | None]) -> str:
@@ -459,9 +493,11 @@ class LambdaLayer(keras.layers.Layer):
         spatial = [
             static[1 + i] if static[1 + i] is not None else shape[1 + i] for i in range(rank)
         ]
-        if self.position:
-            self._check_global_range(spatial)
         n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
+        checks = self._check_map(spatial, n)
+        if checks:  # nothing runs on a map the layer does not cover: the check's error first
+            with tf.control_dependencies(checks):
+                x = tf.identity(x)
         h, k, u, g, vd = (
             self.num_heads,
             self.key_dim,
@@ -514,7 +550,6 @@ class LambdaLayer(keras.layers.Layer):
     def _mask(self, n, dtype):
         """``[n, m]`` context mask (1 = visible), or None for an unmasked context."""
         if self.context_mask is not None:
-            self._check_context_mask_size(n)
             return tf.constant(self.context_mask, dtype=dtype)
         if self.causal:
             return tf.linalg.band_part(tf.ones([n, n], dtype), -1, 0)  # m <= n

@@ -51,11 +51,14 @@ class Source:
         dataset: ``tf.data.Dataset`` of ``(image uint8 [h, w, 3], label int32)``.
         num_examples: Number of examples.
         class_names: Names of the classes, index = label.
+        skipped: Files of the split left out because they are damaged or truncated (folder
+            sources); ``num_examples`` counts the others.
     """
 
     dataset: tf.data.Dataset
     num_examples: int
     class_names: list[str]
+    skipped: tuple[str, ...] = ()
 
     @property
     def num_classes(self) -> int:
@@ -131,7 +134,8 @@ def folder_source(root: str) -> Source:
         return image, label
 
     dataset = tf.data.Dataset.from_tensor_slices((paths, np.array(labels, "int32")))
-    return Source(dataset.map(load, num_parallel_calls=AUTOTUNE), len(paths), class_names)
+    dataset = dataset.map(load, num_parallel_calls=AUTOTUNE)
+    return Source(dataset, len(paths), class_names, tuple(damaged))
 
 
 def tfds_source(

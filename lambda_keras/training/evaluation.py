@@ -35,7 +35,16 @@ def evaluate(
     A ``.keras`` file is evaluated on the evaluation pipeline (centre crop, ImageNet
     normalisation); a SavedModel directory written by ``export_for_serving`` through its
     ``serve_images`` signature, one image at a time (its graph does the preprocessing).
+
+    Returns:
+        ``top1``, ``top5``, ``examples`` (the images scored) and ``skipped`` (damaged or
+        truncated files of the split left out, :attr:`Source.skipped`).
     """
+    result = _scores(model_path, source, image_size, batch_size, crop_fraction)
+    return {**result, "skipped": len(source.skipped)}
+
+
+def _scores(model_path, source, image_size, batch_size, crop_fraction) -> dict:
     if model_path.endswith(".keras"):
         if not os.path.exists(model_path):
             raise ValueError(f"The model file {model_path!r} does not exist.")

@@ -6,9 +6,9 @@
         --checkpoint=model.safetensors --output=lambda_resnet26t.weights.h5
 
 after which ``lambda_keras.zoo.LambdaResNet26T(weights="lambda_resnet26t.weights.h5")`` is the
-converted model; likewise ``--model=resnet_rs50`` (timm's ``resnetrs50``) ... ``resnet_rs420``
-for ``lambda_keras.zoo.ResNetRS50`` ... (SE on). ``.safetensors`` files are read with the
-``safetensors`` package into NumPy (``pip install "lambda-keras[timm]"``, no PyTorch);
+converted model; likewise ``--model=resnet_rs50`` (or timm's name, ``resnetrs50``) ...
+``resnet_rs420`` for ``lambda_keras.zoo.ResNetRS50`` ... (SE on). ``.safetensors`` files are
+read with the ``safetensors`` package into NumPy (``pip install "lambda-keras[timm]"``, no PyTorch);
 ``pytorch_model.bin`` / ``.pth`` files need PyTorch.
 
 The conversion is strict: every tensor of the checkpoint is used exactly once and every weight
@@ -35,6 +35,8 @@ __all__ = ["MODELS", "assign_checkpoint", "convert", "keras_weights", "read_chec
 LAMBDA_RESNETS = tuple(timm_lambda_resnet.SPECS)
 RESNET_RS = tuple(f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS)
 MODELS = LAMBDA_RESNETS + RESNET_RS
+# timm's own names where the zoo's differ: --model=resnetrs50 is resnet_rs50.
+TIMM_NAMES = {f"resnetrs{depth}": f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS}
 
 read_checkpoint = timm_checkpoint.read_checkpoint
 
@@ -60,9 +62,13 @@ def assign_checkpoint(model: keras.Model, state: dict[str, np.ndarray], model_na
 def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:
     """Convert ``checkpoint`` (timm's ``model_name``) to the Keras weights file ``output``.
 
+    Args:
+        model_name: The zoo's name (:data:`MODELS`) or timm's (``resnetrs50``, :data:`TIMM_NAMES`).
+
     Returns:
         ``output``. Written only when the whole checkpoint converted (atomically).
     """
+    model_name = TIMM_NAMES.get(model_name, model_name)
     if model_name not in MODELS:
         raise ValueError(f"`model` must be one of {', '.join(MODELS)}; received {model_name!r}.")
     output = os.fspath(output)
@@ -81,23 +87,43 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
     return output
 
 
+def define_flags(flag_values=None):
+    """The command line's flags on ``flag_values`` (absl's global ``FLAGS`` by default)."""
+    from absl import flags
+
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    flags.DEFINE_enum(
+        "model",
+        None,
+        [*MODELS, *TIMM_NAMES],
+        "The checkpoint's model: the zoo's name or timm's (resnetrs50 ... resnetrs420 are "
+        "resnet_rs50 ... resnet_rs420).",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_string(
+        "checkpoint", None, "timm checkpoint (.safetensors, .bin or .pth).", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "output", None, "Keras weights file to write (.weights.h5).", flag_values=flag_values
+    )
+    flags.mark_flags_as_required(["model", "checkpoint", "output"], flag_values=flag_values)
+    return flag_values
+
+
 def main(argv) -> None:
+    from absl import flags
+
     del argv
+    values = flags.FLAGS
     try:
-        path = convert(FLAGS.model, FLAGS.checkpoint, FLAGS.output)
+        path = convert(values.model, values.checkpoint, values.output)
     except (ValueError, ImportError) as err:
         sys.exit(f"convert_timm: {err} Nothing was written.")
     print(f"Wrote {path}")
 
 
 if __name__ == "__main__":
-    from absl import app, flags
+    from absl import app
 
-    flags.DEFINE_enum(
-        "model", None, list(MODELS), "The checkpoint's model (timm's resnetrs50 is resnet_rs50)."
-    )
-    flags.DEFINE_string("checkpoint", None, "timm checkpoint (.safetensors, .bin or .pth).")
-    flags.DEFINE_string("output", None, "Keras weights file to write (.weights.h5).")
-    flags.mark_flags_as_required(["model", "checkpoint", "output"])
-    FLAGS = flags.FLAGS
+    define_flags()
     app.run(main)

@@ -106,3 +106,37 @@ def test_relative_position_embedding_arguments(kwargs, message):
 def test_lambda_conv_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         LambdaConv2D(**{"filters": 16, **kwargs})
+
+
+@pytest.mark.parametrize(
+    "kwargs, map_side, message",
+    [
+        (
+            dict(context_mask=np.tril(np.ones((16, 16), bool)), max_size=4),
+            3,
+            r"LambdaLayer traced_lambda: its context_mask covers maps of 16 positions "
+            r"\(shape \[16, 16\]\); received an input map of spatial shape.*\[3 3\]",
+        ),
+        (
+            dict(max_size=4),
+            5,
+            r"LambdaLayer traced_lambda: the relative embeddings of its global context cover "
+            r"maps up to \(4, 4\).*received an input map of spatial shape.*\[5 5\]",
+        ),
+    ],
+    ids=["context_mask", "max_size"],
+)
+def test_a_map_the_traced_layer_does_not_cover_names_the_layer_and_the_map(
+    kwargs, map_side, message
+):
+    """Traced for any map size, then fed a map the mask or embeddings do not cover: the error
+    names the layer, what it covers and the map (before: a raw 'Incompatible shapes')."""
+    import keras
+    import tensorflow as tf
+
+    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=None, name="traced_lambda", **kwargs)
+    inputs = keras.Input((None, None, 8))
+    model = keras.Model(inputs, layer(inputs))
+    assert model.predict(np.zeros((1, 4, 4, 8), "float32"), verbose=0).shape == (1, 4, 4, 8)
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        model.predict(np.zeros((1, map_side, map_side, 8), "float32"), verbose=0)

@@ -125,6 +125,27 @@ def test_damaged_images_are_skipped_with_their_paths(tmp_path, capsys):
     assert len(list(source.dataset)) == 6  # every kept file decodes
 
 
+def test_evaluation_says_how_many_images_it_scored_and_skipped(tmp_path, capsys):
+    import keras
+
+    from lambda_keras.training.evaluation import evaluate
+
+    root = tmp_path / "data"
+    write_images(root, {"a": 3, "b": 2})
+    (root / "b" / "cut.png").write_bytes((root / "a" / "0.png").read_bytes()[:40])
+    model = keras.Sequential(
+        [keras.Input((32, 32, 3)), keras.layers.GlobalAveragePooling2D(), keras.layers.Dense(2)]
+    )
+    model.save(tmp_path / "two.keras")
+    result = evaluate(str(tmp_path / "two.keras"), data.folder_source(str(root)), image_size=32)
+    assert (result["examples"], result["skipped"]) == (5, 1)
+    assert "cut.png" in capsys.readouterr().out  # the path, where the data is read
+    line = eval_script.result_line("two.keras", "folder/test", result)
+    assert "(5 images; 1 damaged file(s) skipped, listed above): top-1" in line
+    clean = eval_script.result_line("two.keras", "digits/test", {**result, "skipped": 0})
+    assert "(5 images): top-1" in clean
+
+
 def test_eval_with_another_number_of_classes(tmp_path):
     import keras
 

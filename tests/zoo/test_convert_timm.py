@@ -200,6 +200,17 @@ def test_command_line_converts_and_the_builder_loads(tmp_path):
     assert not not_written.exists() and list(tmp_path.glob("*.weights.h5")) == [output]
 
 
+def test_the_command_line_takes_timms_names():
+    from absl import flags
+
+    flag_values = convert_timm.define_flags(flags.FlagValues())
+    flag_values(["convert_timm", "--model=resnetrs101", "--checkpoint=c", "--output=o"])
+    assert convert_timm.TIMM_NAMES[flag_values.model] == "resnet_rs101"
+    assert "resnetrs50 ... resnetrs420 are resnet_rs50" in flag_values["model"].help
+    with pytest.raises(flags.IllegalFlagValueError, match="value should be one of"):
+        flag_values(["convert_timm", "--model=resnet50"])
+
+
 def test_read_checkpoint_errors(tmp_path):
     with pytest.raises(ValueError, match="is not a file"):
         convert_timm.read_checkpoint(tmp_path / "nope.safetensors")
@@ -256,7 +267,8 @@ def test_resnet_rs_backbone_starts_from_a_converted_timm_checkpoint(tmp_path):
     the classifier head, and the pyramid equals the classifier's stage outputs."""
     checkpoint = tmp_path / "model.safetensors"
     safetensors_numpy.save_file(random_state("resnet_rs50", seed=4), str(checkpoint))
-    converted = convert_timm.convert("resnet_rs50", checkpoint, tmp_path / "rs50.weights.h5")
+    # timm's own name, resnetrs50, is an alias of resnet_rs50.
+    converted = convert_timm.convert("resnetrs50", checkpoint, tmp_path / "rs50.weights.h5")
     classifier = zoo.ResNetRS50(weights=converted, input_shape=(64, 64, 3))
     backbone = zoo.ResNetRSBackbone(50, weights=converted, batch_norm="frozen")
     x = np.random.default_rng(0).uniform(0, 1, (1, 64, 64, 3)).astype("float32")
