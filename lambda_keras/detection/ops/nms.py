@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
@@ -18,7 +19,9 @@ def nms(
     score_threshold: float = float("-inf"),
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Greedy NMS, padded: the highest-scoring box is kept, every box whose IoU with it is
-    greater than ``iou_threshold`` is dropped, and so on down the scores.
+    greater than ``iou_threshold`` is dropped, and so on down the scores (torchvision's rule;
+    IoU as :func:`box_iou`: an empty or inverted box overlaps nothing). Any box may be kept,
+    wherever it lies; zero boxes give only padding. Eager, in ``tf.function`` and under XLA.
 
     Args:
         boxes: ``[..., n, 4]`` boxes ``(y1, x1, y2, x2)`` (any leading batch dimensions).
@@ -39,17 +42,49 @@ def nms(
     scores = _checks.tensor("scores", scores, rank, "[..., n]")
     if rank is not None:
         _checks.same_sizes("boxes", boxes, "scores", scores, axes=rank)
-    # TF sorts the coordinates of each box itself unless told they are already canonical.
+    count = tf.shape(scores)[-1]
+    boxes, scores = _with_a_padding_box(_readable_boxes(boxes), scores)
+    # TensorFlow drops a box whose IoU with a kept one is >= its threshold; the contract (and
+    # torchvision) drops it when > iou_threshold: the next float32 up turns one into the other.
+    threshold = float(np.nextafter(np.float32(iou_threshold), np.float32(np.inf)))
     indices, num_valid = tf.image.non_max_suppression_padded(
         boxes,
         scores,
         max_output_size,
-        iou_threshold=iou_threshold,
+        iou_threshold=threshold,
         score_threshold=score_threshold,
         pad_to_max_output_size=True,
+        canonicalized_coordinates=True,
     )
-    valid = tf.range(max_output_size) < tf.expand_dims(num_valid, -1)
+    valid = (tf.range(max_output_size) < tf.expand_dims(num_valid, -1)) & (indices < count)
     return tf.where(valid, indices, 0), valid
+
+
+def _with_a_padding_box(boxes: tf.Tensor, scores: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """One more box, last, that TensorFlow reads as padding (all coordinates 0, the lowest
+    score): zero boxes then give padding, not a slicing error, with static shapes (XLA)."""
+    leading = tf.shape(scores)[:-1]
+    pad_boxes = tf.zeros(tf.concat([leading, [1, 4]], 0), boxes.dtype)
+    pad_scores = tf.fill(tf.concat([leading, [1]], 0), tf.constant(-np.inf, scores.dtype))
+    return tf.concat([boxes, pad_boxes], -2), tf.concat([scores, pad_scores], -1)
+
+
+def _readable_boxes(boxes: tf.Tensor) -> tf.Tensor:
+    """The boxes as ``tf.image.non_max_suppression_padded`` must see them to keep the contract.
+
+    * An inverted box (``y2 < y1`` or ``x2 < x1``) overlaps nothing (IoU 0 with every box, as in
+      :func:`box_iou` and torchvision): it becomes the empty box at its first corner. Every box
+      then has ``y1 <= y2`` and ``x1 <= x2``, so TensorFlow is told the coordinates are
+      canonical (otherwise it reorders every box of the batch by the first box's order).
+    * TensorFlow reads a box whose coordinates are all <= 0 as padding and never returns it:
+      when any coordinate is <= 0 all boxes are shifted so that the smallest is 1 (IoU does
+      not change under a shift).
+    """
+    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
+    inverted = (y2 < y1) | (x2 < x1)
+    boxes = tf.stack([y1, x1, tf.where(inverted, y1, y2), tf.where(inverted, x1, x2)], axis=-1)
+    lowest = tf.reduce_min(boxes)
+    return boxes + tf.where(lowest > 0, 0.0, 1.0 - lowest)
 
 
 def batched_nms(

@@ -46,3 +46,71 @@ def test_bad_arguments_are_named():
         ops.nms(np.zeros((2, 4)), np.zeros(2), max_output_size=0)
     with pytest.raises(ValueError, match="iou_threshold"):
         ops.nms(np.zeros((2, 4)), np.zeros(2), max_output_size=2, iou_threshold=1.5)
+
+
+def kept(indices, valid):
+    return np.asarray(indices)[np.asarray(valid)].tolist()
+
+
+XLA = tf.function(
+    lambda b, s, t: ops.nms(b, s, max_output_size=5, iou_threshold=t), jit_compile=True
+)
+
+
+@pytest.mark.parametrize("threshold, second", [(0.5, [0, 0, 10, 5]), (0.7, [0, 0, 10, 7])])
+def test_iou_equal_to_the_threshold_keeps_the_box(threshold, second):
+    """The contract (and torchvision): dropped when the IoU is greater than the threshold."""
+    boxes = np.array([[0, 0, 10, 10], second], "float32")
+    scores = np.array([0.9, 0.8], "float32")
+    assert kept(*ops.nms(boxes, scores, 5, iou_threshold=threshold)) == [0, 1]
+    assert kept(*XLA(boxes, scores, threshold)) == [0, 1]
+    # A hair above the IoU, the box goes.
+    assert kept(*ops.nms(boxes, scores, 5, iou_threshold=threshold - 1e-3)) == [0]
+
+
+def test_boxes_at_or_below_zero_are_kept_and_returned():
+    boxes = np.array([[-20, -20, -10, -10], [5, 5, 15, 15], [0, 0, 0, 0]], "float32")
+    scores = np.array([0.9, 0.8, 0.7], "float32")
+    assert kept(*ops.nms(boxes, scores, 5)) == [0, 1, 2]
+    assert kept(*XLA(boxes, scores, 0.5)) == [0, 1, 2]
+
+
+def test_an_inverted_box_overlaps_nothing_and_changes_no_other_box():
+    first = [[10, 10, 0, 0], [20, 20, 30, 30], [21, 21, 31, 31]]
+    second = [[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]]
+    boxes = np.array([first, second], "float32")
+    scores = np.array([[0.5, 0.9, 0.8], [0.9, 0.8, 0.7]], "float32")
+    indices, valid = ops.nms(boxes, scores, 5)
+    assert kept(indices[0], valid[0]) == [1, 0]  # 2 suppressed by 1 (IoU 0.68)
+    assert kept(indices[1], valid[1]) == [0, 2]  # 1 suppressed by 0 (IoU 0.68)
+
+
+@pytest.mark.parametrize("shape", [(0, 4), (2, 0, 4)])
+def test_zero_boxes_give_padding(shape):
+    boxes, scores = np.zeros(shape, "float32"), np.zeros(shape[:-1], "float32")
+    indices, valid = ops.nms(boxes, scores, 3)
+    assert indices.shape == (*shape[:-2], 3) and not np.asarray(valid).any()
+    indices, valid = ops.batched_nms(boxes, scores, np.zeros(shape[:-1], "int32"), 3)
+    assert not np.asarray(valid).any()
+
+
+def test_zero_boxes_in_a_compiled_function_of_unknown_size():
+    run = tf.function(
+        lambda b, s: ops.nms(b, s, 3),
+        jit_compile=True,
+        input_signature=[tf.TensorSpec((None, 4)), tf.TensorSpec((None,))],
+    )
+    indices, valid = run(tf.zeros((0, 4)), tf.zeros((0,)))
+    assert indices.shape == (3,) and not valid.numpy().any()
+    assert kept(*run(tf.constant([[0, 0, 10, 10.0]]), tf.constant([0.5]))) == [0]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_matches_greedy_nms_with_inverted_and_negative_boxes(seed):
+    rng = np.random.default_rng(seed)
+    boxes = _random_boxes(rng, 80, size=40.0) - 20.0  # half the boxes reach below zero
+    flip = rng.random(80) < 0.2
+    boxes[flip] = boxes[flip][:, [2, 3, 0, 1]]  # inverted corners
+    scores = rng.permutation(80).astype("float32") / 80
+    indices, valid = ops.nms(boxes, scores, max_output_size=60, iou_threshold=0.4)
+    assert kept(indices, valid) == reference.greedy_nms(boxes, scores, 0.4, 60)
