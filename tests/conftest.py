@@ -23,12 +23,6 @@ def pytest_configure(config):
         "end_to_end: whole training runs, scripts and notebooks (deselect with "
         "-m 'not slow and not end_to_end' for a quick run while iterating)",
     )
-    config.addinivalue_line(
-        "markers",
-        "xdist_group(name): tests that share an expensive module fixture run in one xdist "
-        "worker (--dist loadgroup), so it is built once; other tests go one by one to a free "
-        "worker",
-    )
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -5,8 +5,6 @@ import pytest
 
 from lambda_keras.detection import coco, coco_eval, shapes
 
-pytestmark = pytest.mark.xdist_group("coco_eval")  # one worker builds the module fixture
-
 
 class _Oracle:
     """Detects exactly the ground truth of the images (read back from the JSON)."""

@@ -6,8 +6,6 @@ import pytest
 
 from lambda_keras.layers import LambdaConv2D, swap_convolutions
 
-pytestmark = pytest.mark.xdist_group("swap_convolutions")  # the module fixture, once
-
 
 def trainable(model):
     return sum(int(np.prod(w.shape)) for w in model.trainable_weights)

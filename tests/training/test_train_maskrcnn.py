@@ -16,7 +16,7 @@ from absl import flags
 from lambda_keras.detection.trainer import DetectionConfig, prepare_data
 from training import eval_maskrcnn, train_maskrcnn
 
-pytestmark = [pytest.mark.end_to_end, pytest.mark.xdist_group("train_maskrcnn")]
+pytestmark = pytest.mark.end_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}

@@ -16,8 +16,6 @@ from lambda_keras.training.data import load_source
 from lambda_keras.training.evaluation import evaluate
 from lambda_keras.training.trainer import TrainConfig, build_model, train
 
-pytestmark = pytest.mark.xdist_group("short_run")  # one worker builds the module fixture
-
 ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
 

@@ -6,8 +6,6 @@ import pytest
 
 from lambda_keras.zoo import paper_table
 
-pytestmark = pytest.mark.xdist_group("paper_table")  # one worker builds the module fixture
-
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
