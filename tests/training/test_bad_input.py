@@ -6,7 +6,6 @@ proves the wiring. Mistakes found in the data are ``error: ...`` (exit 2), run a
 """
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
 from lambda_keras.training import data
+from tests.script_flags import assert_refused, case_ids, parse
 from training import eval as eval_script
 from training import export as export_script
 from training import train as train_script
@@ -64,9 +63,7 @@ TRAIN_FLAG_CASES = {
 @pytest.mark.parametrize("case", list(TRAIN_FLAG_CASES))
 def test_train_flags(case):
     flag, message = TRAIN_FLAG_CASES[case]
-    flag_values = train_script.define_flags(flags.FlagValues())
-    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
-        flag_values(["train.py", flag])
+    assert_refused(train_script, flag, message)
 
 
 def test_train_flags_are_one_line_from_the_script(tmp_path):
@@ -80,8 +77,7 @@ def test_train_flags_are_one_line_from_the_script(tmp_path):
 
 
 def test_train_defaults_parse():
-    flag_values = train_script.define_flags(flags.FlagValues())
-    flag_values(["train.py"])
+    flag_values = parse(train_script)
     assert flag_values.model == "lambda_resnet50" and flag_values.recipe == "90ep"
 
 
@@ -184,12 +180,10 @@ SCRIPT_FLAG_CASES = [
 @pytest.mark.parametrize(
     "script, flag, message",
     SCRIPT_FLAG_CASES,
-    ids=[f"{case[0].__name__.rpartition('.')[2]}{case[1]}" for case in SCRIPT_FLAG_CASES],
+    ids=case_ids(SCRIPT_FLAG_CASES),
 )
 def test_eval_and_export_flags(script, flag, message):
-    flag_values = script.define_flags(flags.FlagValues())
-    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
-        flag_values(["script", flag])
+    assert_refused(script, flag, message)
 
 
 def test_eval_and_export_flags_are_one_line_from_the_scripts(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
 from lambda_keras.detection.trainer import DetectionConfig, prepare_data
+from tests.script_flags import assert_refused, case_ids, parse
 from training import eval_maskrcnn, train_maskrcnn
 
 pytestmark = pytest.mark.end_to_end
@@ -114,17 +114,14 @@ FLAG_CASES = [
 @pytest.mark.parametrize(
     "script, flag, message",
     FLAG_CASES,
-    ids=[f"{case[0].__name__.rpartition('.')[2]}{case[1]}" for case in FLAG_CASES],
+    ids=case_ids(FLAG_CASES),
 )
 def test_bad_flags(script, flag, message):
-    flag_values = script.define_flags(flags.FlagValues())
-    with pytest.raises(flags.IllegalFlagValueError, match=re.escape(message)):
-        flag_values(["script", flag])
+    assert_refused(script, flag, message)
 
 
 def test_unset_sizes_take_the_recipe_defaults():
-    flag_values = train_maskrcnn.define_flags(flags.FlagValues())
-    flag_values(["train_maskrcnn.py"])
+    flag_values = parse(train_maskrcnn)
     assert flag_values.image_size is None and flag_values.batch_size is None
 
 

@@ -201,14 +201,12 @@ def test_command_line_converts_and_the_builder_loads(tmp_path):
 
 
 def test_the_command_line_takes_timms_names():
-    from absl import flags
+    from tests.script_flags import assert_refused, parse
 
-    flag_values = convert_timm.define_flags(flags.FlagValues())
-    flag_values(["convert_timm", "--model=resnetrs101", "--checkpoint=c", "--output=o"])
+    flag_values = parse(convert_timm, "--model=resnetrs101", "--checkpoint=c", "--output=o")
     assert convert_timm.TIMM_NAMES[flag_values.model] == "resnet_rs101"
     assert "resnetrs50 ... resnetrs420 are resnet_rs50" in flag_values["model"].help
-    with pytest.raises(flags.IllegalFlagValueError, match="value should be one of"):
-        flag_values(["convert_timm", "--model=resnet50"])
+    assert_refused(convert_timm, "--model=resnet50", "value should be one of")
 
 
 def test_read_checkpoint_errors(tmp_path):
