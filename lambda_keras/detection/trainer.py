@@ -322,6 +322,8 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
             optimizer=recipe.make_optimizer(batch_size, epochs * config.steps_per_epoch),
             jit_compile=config.jit_compile,
         )
+        # Slots now, not in the first traced step (which would then be traced twice).
+        model.optimizer.build(model.trainable_variables)
     if is_chief(strategy):
         resume.record_settings(config.model_dir, prepared.resume_settings)
     print(

@@ -289,6 +289,9 @@ def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> ker
             keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
         ],
     )
+    # The optimizer's slots and weight averages now, not inside the first traced step: a
+    # tf.function that creates variables is traced twice (about 14 s for LambdaResNet-50).
+    model.optimizer.build(model.trainable_variables)
     return model
 
 
