@@ -29,11 +29,3 @@ def pytest_xdist_auto_num_workers(config):
     """``-n auto``: one worker per core, at most 4 (each imports TensorFlow and trains models:
     a few GB of memory apiece)."""
     return max(1, min(os.cpu_count() or 1, 4))
-
-
-def pytest_collection_modifyitems(config, items):
-    """Modules with end-to-end tests first: pytest-xdist hands whole modules to the workers in
-    this order (``--dist loadscope --no-loadscope-reorder``), so the long ones start early and
-    the short ones fill in around them instead of one long module running alone at the end."""
-    heavy = {item.path for item in items if item.get_closest_marker("end_to_end")}
-    items.sort(key=lambda item: item.path not in heavy)  # stable: the order within each group
