@@ -23,6 +23,20 @@ def pytest_configure(config):
         "end_to_end: whole training runs, scripts and notebooks (deselect with "
         "-m 'not slow and not end_to_end' for a quick run while iterating)",
     )
+    config.addinivalue_line(
+        "markers",
+        "tensorflow: needs TensorFlow itself (tf.function, SavedModel, tf.data); skipped when "
+        "the tests run on another Keras backend (tests/test_backends.py)",
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    if keras.backend.backend() == "tensorflow":
+        return
+    skip = pytest.mark.skip(reason=f"needs the TensorFlow backend, not {keras.backend.backend()}")
+    for item in items:
+        if "tensorflow" in item.keywords:
+            item.add_marker(skip)
 
 
 def pytest_xdist_auto_num_workers(config):

@@ -7,9 +7,10 @@ from functools import cache, lru_cache
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras import _validation as v
+from lambda_keras._graph_checks import after_checks, assert_when_run, is_dynamic
 from lambda_keras.layers.batch_normalization import BatchNormalization
 from lambda_keras.layers.position_lambdas import (
     conv_position_lambdas,
@@ -79,9 +80,10 @@ class LambdaLayer(keras.layers.Layer):
             embeddings must cover (the embedding window is ``2 * max_size - 1``). Defaults to
             the spatial shape the layer is built with.
         implementation: How position lambdas are computed: ``"einsum"`` (dense relative
-            embeddings, Fig. 3), ``"conv"`` (lambda convolution as ``tf.nn.conv3d`` for images or
-            ``tf.nn.conv2d`` for sequences, Fig. 5/8), ``"depthwise"``
-            (``tf.nn.depthwise_conv2d`` with channel multiplier ``key_dim``, Fig. 5; requires
+            embeddings, Fig. 3), ``"conv"`` (lambda convolution as ``keras.ops.conv`` on 5-D
+            ``[b, h, w, v, u]`` values, the paper's conv3d, or 4-D for sequences, Fig. 5/8),
+            ``"depthwise"`` (``keras.ops.depthwise_conv`` with channel multiplier ``key_dim``,
+            Fig. 5; requires
             ``intra_depth=1``), or ``"auto"``, see :meth:`resolve_implementation`. All give the
             same result.
         content: Whether to use the content lambda (``False``: position-only layer).
@@ -388,11 +390,11 @@ class LambdaLayer(keras.layers.Layer):
         checks = []
         if self.context_mask is not None:
             self._check_context_mask_size(n)
-            if isinstance(n, tf.Tensor):
+            if is_dynamic(n):
                 size = self.context_mask.shape[0]
                 checks.append(
                     self._assert_when_run(
-                        tf.equal(n, size),
+                        ops.equal(n, size),
                         f"its context_mask covers maps of {size} positions (shape "
                         f"[{size}, {size}])",
                         spatial,
@@ -400,7 +402,7 @@ class LambdaLayer(keras.layers.Layer):
                 )
         if self.position and self.scope_size is None:
             checks += self._check_global_range(spatial)
-        return [check for check in checks if check is not None]  # None when eager
+        return checks
 
     def _check_global_range(self, spatial) -> list:
         """A global context's embeddings must cover the map (see :meth:`_check_map`)."""
@@ -413,10 +415,10 @@ class LambdaLayer(keras.layers.Layer):
                     f"inputs have spatial shape {tuple(spatial)} (axis {axis}: {s} > {e}). Build "
                     "the layer with a larger `max_size`, or use a local `scope_size`."
                 )
-            if isinstance(s, tf.Tensor):
+            if is_dynamic(s):
                 checks.append(
                     self._assert_when_run(
-                        tf.less_equal(s, e),
+                        ops.less_equal(s, e),
                         f"the relative embeddings of its global context cover maps up to "
                         f"{extent} (build it with a larger max_size)",
                         spatial,
@@ -425,13 +427,10 @@ class LambdaLayer(keras.layers.Layer):
         return checks
 
     def _assert_when_run(self, condition, covers: str, spatial):
-        return tf.debugging.Assert(
+        return assert_when_run(
             condition,
-            [
-                # No quotes: TensorFlow escapes them in the error message.
-                f"LambdaLayer {self.name}: {covers}; received an input map of spatial shape",
-                tf.stack([tf.cast(side, tf.int32) for side in spatial]),
-            ],
+            f"LambdaLayer {self.name}: {covers}; received an input map of spatial shape",
+            spatial,
         )
 
     # ------------------------------------------------------------------ call
@@ -488,16 +487,11 @@ class LambdaLayer(keras.layers.Layer):
                 f"LambdaLayer {self.name!r} was built for inputs with "
                 f"{self.qkv_kernel.shape[0]} channels; received input shape {tuple(static)}."
             )
-        shape = tf.shape(x)
-        batch = shape[0]
-        spatial = [
-            static[1 + i] if static[1 + i] is not None else shape[1 + i] for i in range(rank)
-        ]
+        shape = ops.shape(x)
+        batch, spatial = shape[0], list(shape[1:-1])
         n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
-        checks = self._check_map(spatial, n)
-        if checks:  # nothing runs on a map the layer does not cover: the check's error first
-            with tf.control_dependencies(checks):
-                x = tf.identity(x)
+        # Nothing runs on a map the layer does not cover: the check's error comes first.
+        x = after_checks(x, self._check_map(spatial, n))
         h, k, u, g, vd = (
             self.num_heads,
             self.key_dim,
@@ -509,18 +503,18 @@ class LambdaLayer(keras.layers.Layer):
         qkv = keras.ops.matmul(x, self.qkv_kernel)
         if self.qkv_bias is not None:
             qkv = qkv + self.qkv_bias
-        q, keys, values = tf.split(qkv, self._splits, axis=-1)
+        q, keys, values = ops.split(qkv, np.cumsum(self._splits[:2]).tolist(), axis=-1)
         if self.query_norm is not None:
             q = self.query_norm(q, training=training)
         if self.value_norm is not None:
             values = self.value_norm(values, training=training)
 
         dtype = self._accumulation_dtype
-        q = tf.reshape(tf.cast(q, dtype), [batch, n, g, h // g, k])
+        q = ops.reshape(ops.cast(q, dtype), [batch, n, g, h // g, k])
         if self.query_normalization == "softmax":
-            q = tf.nn.softmax(q, axis=-1)
-        keys = tf.reshape(tf.cast(keys, dtype), [batch, n, g, k, u])
-        values = tf.reshape(tf.cast(values, dtype), [batch, n, g, vd, u])
+            q = _softmax(q, axis=-1)
+        keys = ops.reshape(ops.cast(keys, dtype), [batch, n, g, k, u])
+        values = ops.reshape(ops.cast(values, dtype), [batch, n, g, vd, u])
         mask = self._mask(n, dtype)
         poisoned = None
         if mask is not None:
@@ -540,19 +534,19 @@ class LambdaLayer(keras.layers.Layer):
                 lambdas = position if lambdas is None else lambdas + position
             y = _apply_lambdas(q, lambdas)
         if self.position_bias is not None:
-            bias = tf.cast(self.position_bias, dtype)
-            y = y + tf.einsum("bngqk,gk->bngq", q, bias)[..., None]
+            bias = ops.cast(self.position_bias, dtype)
+            y = y + ops.einsum("bngqk,gk->bngq", q, bias)[..., None]
         if poisoned is not None:
-            y = tf.where(poisoned[:, :, None, None, None], tf.constant(np.nan, y.dtype), y)
-        y = tf.reshape(y, [batch, *spatial, self._dim_out])
-        return tf.cast(y, self.compute_dtype)
+            y = ops.where(poisoned[:, :, None, None, None], ops.full_like(y, np.nan), y)
+        y = ops.reshape(y, [batch, *spatial, self._dim_out])
+        return ops.cast(y, self.compute_dtype)
 
     def _mask(self, n, dtype):
         """``[n, m]`` context mask (1 = visible), or None for an unmasked context."""
         if self.context_mask is not None:
-            return tf.constant(self.context_mask, dtype=dtype)
+            return ops.convert_to_tensor(self.context_mask, dtype=dtype)
         if self.causal:
-            return tf.linalg.band_part(tf.ones([n, n], dtype), -1, 0)  # m <= n
+            return ops.tril(ops.ones([n, n], dtype))  # m <= n
         return None
 
     def _select_finite_values(self, values, mask):
@@ -567,13 +561,13 @@ class LambdaLayer(keras.layers.Layer):
         Returns:
             ``(values with non-finite entries zeroed, poisoned [b, n] booleans)``.
         """
-        finite = tf.math.is_finite(values)
-        bad = 1.0 - tf.cast(tf.reduce_all(finite, axis=[2, 3, 4]), mask.dtype)  # [b, m]
+        finite = ops.isfinite(values)
+        bad = 1.0 - ops.cast(ops.all(finite, axis=[2, 3, 4]), mask.dtype)  # [b, m]
         if self.causal:  # query n sees m <= n
-            poisoned = tf.cumsum(bad, axis=1) > 0
+            poisoned = ops.cumsum(bad, axis=1) > 0
         else:
-            poisoned = tf.einsum("nm,bm->bn", mask, bad) > 0
-        return tf.where(finite, values, tf.zeros_like(values)), poisoned
+            poisoned = ops.einsum("nm,bm->bn", mask, bad) > 0
+        return ops.where(finite, values, ops.zeros_like(values)), poisoned
 
     def _content_lambdas(self, keys, values, mask):
         """Content lambdas ``sum_m normalised(k)_m v_m^T`` (Eq. 1, Fig. 6 and 8).
@@ -587,28 +581,25 @@ class LambdaLayer(keras.layers.Layer):
         norm = self.key_normalization
         if mask is None:
             if norm == "softmax":
-                keys = tf.nn.softmax(keys, axis=1)
+                keys = _softmax(keys, axis=1)
             elif norm == "l2":
-                keys = tf.math.l2_normalize(keys, axis=1)
-            return tf.einsum("bmgku,bmgvu->bgkv", keys, values)[:, None]
+                keys = _l2_normalize(keys, axis=1)
+            return ops.einsum("bmgku,bmgvu->bgkv", keys, values)[:, None]
         # Masked: normalise the keys over each query's own context, [b, n, m, g, k, u].
         visible = mask[None, :, :, None, None, None] > 0
-        keys = tf.broadcast_to(
-            keys[:, None],
-            tf.concat([tf.shape(keys)[:1], tf.shape(mask)[:1], tf.shape(keys)[1:]], 0),
-        )
+        keys = keys[:, None]
         if norm == "softmax":
-            zeros, ones = tf.zeros_like(keys), tf.ones_like(keys)
-            shift = tf.reduce_max(tf.where(visible, keys, zeros - np.inf), axis=2, keepdims=True)
-            shift = tf.stop_gradient(tf.where(tf.math.is_finite(shift), shift, zeros[:, :, :1]))
-            weights = tf.where(visible, tf.exp(keys - shift), zeros)
-            total = tf.reduce_sum(weights, axis=2, keepdims=True)
-            keys = weights / tf.where(total > 0, total, ones[:, :, :1])
+            hidden = ops.where(visible, keys, ops.full_like(keys, -np.inf))
+            shift = ops.max(hidden, axis=2, keepdims=True)
+            shift = ops.stop_gradient(ops.where(ops.isfinite(shift), shift, 0.0))
+            weights = ops.where(visible, ops.exp(keys - shift), 0.0)
+            total = ops.sum(weights, axis=2, keepdims=True)
+            keys = weights / ops.where(total > 0, total, 1.0)
         else:
-            keys = tf.where(visible, keys, tf.zeros_like(keys))
+            keys = ops.where(visible, keys, 0.0)
             if norm == "l2":
-                keys = tf.math.l2_normalize(keys, axis=2)
-        return tf.einsum("bnmgku,bmgvu->bngkv", keys, values)
+                keys = _l2_normalize(keys, axis=2)
+        return ops.einsum("bnmgku,bmgvu->bngkv", keys, values)
 
     def _einsum_outputs(self, q, values, content, spatial, mask):
         """Outputs with einsum position lambdas, computed in chunks of queries.
@@ -628,32 +619,32 @@ class LambdaLayer(keras.layers.Layer):
         n = q.shape[1]
         per_row = (n or 1) * self.groups * self.key_dim * self.intra_depth
         chunk = n if n is None else max(1, min(n, EINSUM_CHUNK_ELEMENTS // per_row))
-        table = tf.cast(embedding.flat_table(), values.dtype)
+        table = ops.cast(embedding.flat_table(), values.dtype)
         index = embedding.flat_index(spatial)
         outputs = []
         for start in range(0, n or 1, chunk or 1):
             rows = slice(start, None if n is None else start + chunk)
-            dense = tf.gather(table, index[rows], axis=3)  # [g, k, u, rows, m]
+            dense = ops.take(table, index[rows], axis=3)  # [g, k, u, rows, m]
             if mask is not None:
                 dense = dense * mask[rows]
             lambdas = einsum_position_lambdas(dense, values)
             if content is not None:
                 lambdas = lambdas + (content if content.shape[1] == 1 else content[:, rows])
             outputs.append(_apply_lambdas(q[:, rows], lambdas))
-        return outputs[0] if len(outputs) == 1 else tf.concat(outputs, axis=1)
+        return outputs[0] if len(outputs) == 1 else ops.concatenate(outputs, axis=1)
 
     def _conv_position_lambdas(self, values, spatial, impl):
         """Position lambdas with the lambda convolution: ``[b, n, g, k, v]``."""
-        kernel = tf.cast(self.position_embedding.window(spatial), values.dtype)
+        kernel = ops.cast(self.position_embedding.window(spatial), values.dtype)
         if self.causal:
-            kernel = kernel * tf.constant(
+            kernel = kernel * ops.convert_to_tensor(
                 _causal_window_mask(tuple(kernel.shape[: self._rank])), kernel.dtype
             )
-        batch = tf.shape(values)[0]
-        grid = tf.reshape(values, [batch, *spatial, *values.shape[2:]])
+        batch = ops.shape(values)[0]
+        grid = ops.reshape(values, [batch, *spatial, *values.shape[2:]])
         fn = conv_position_lambdas if impl == "conv" else depthwise_position_lambdas
         out = fn(kernel, grid)
-        return tf.reshape(out, [batch, -1, *out.shape[-3:]])
+        return ops.reshape(out, [batch, -1, *out.shape[-3:]])
 
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)
@@ -701,8 +692,19 @@ def _apply_lambdas(q, lambdas):
     ``lambdas`` is ``[b, n, g, k, v]`` or ``[b, 1, g, k, v]`` (one lambda for all queries).
     """
     if lambdas.shape[1] == 1:
-        return tf.einsum("bngqk,bgkv->bngqv", q, lambdas[:, 0])
-    return tf.einsum("bngqk,bngkv->bngqv", q, lambdas)
+        return ops.einsum("bngqk,bgkv->bngqv", q, lambdas[:, 0])
+    return ops.einsum("bngqk,bngkv->bngqv", q, lambdas)
+
+
+def _softmax(x, axis: int):
+    """``keras.ops.softmax``; over an axis of one element (a 1x1 map) it is 1, said quietly."""
+    return ops.ones_like(x) if x.shape[axis] == 1 else ops.softmax(x, axis=axis)
+
+
+def _l2_normalize(x, axis: int):
+    """``x / max(||x||, 1e-6)`` along ``axis`` (``tf.math.l2_normalize``'s rule)."""
+    squares = ops.sum(ops.square(x), axis=axis, keepdims=True)
+    return x * ops.rsqrt(ops.maximum(squares, 1e-12))
 
 
 def _check_input_rank(input_shape) -> int:
@@ -762,4 +764,9 @@ def _causal_window_mask(window: tuple[int, ...]) -> np.ndarray:
 
 @lru_cache(maxsize=1)
 def _has_accelerator() -> bool:
-    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+    """Whether Keras' backend computes on a GPU or TPU."""
+    if keras.backend.backend() == "torch":  # keras.distribution has no PyTorch devices
+        import torch
+
+        return torch.cuda.is_available()
+    return not keras.distribution.list_devices()[0].startswith("cpu")

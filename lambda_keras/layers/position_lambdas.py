@@ -7,10 +7,11 @@ one per head for the multi-head layer):
 * :func:`einsum_position_lambdas` — dense ``E[k, n, m]`` (global, local by zeroed embeddings,
   or masked), ``Θ(bnmkv)`` time and ``Θ(knm)`` memory.
 * :func:`conv_position_lambdas` — the lambda convolution as an (n+1)-d convolution that treats
-  the value depth ``v`` as an extra spatial axis of kernel extent 1 (``tf.nn.conv3d`` for
-  images, ``tf.nn.conv2d`` for sequences); intra-depth ``u`` is the input-channel axis.
+  the value depth ``v`` as an extra spatial axis of kernel extent 1 (``keras.ops.conv`` on 5-D
+  values for images, the paper's conv3d; 4-D for sequences); intra-depth ``u`` is the
+  input-channel axis.
 * :func:`depthwise_position_lambdas` — an n-d depthwise convolution with channel multiplier
-  ``k`` over the ``v`` channels (``tf.nn.depthwise_conv2d``); ``u`` must be 1.
+  ``k`` over the ``v`` channels (``keras.ops.depthwise_conv``); ``u`` must be 1.
 
 The convolutions take the embedding window as a kernel whose index ``i`` is the offset
 ``i - window // 2`` (``pos(m) - pos(n)``); "SAME" zero padding makes positions outside the
@@ -19,7 +20,7 @@ map contribute nothing, exactly as the einsum, which only sums over positions in
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 __all__ = [
     "conv_position_lambdas",
@@ -28,7 +29,7 @@ __all__ = [
 ]
 
 
-def einsum_position_lambdas(embeddings: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+def einsum_position_lambdas(embeddings, values):
     """Position lambdas from dense embeddings.
 
     Args:
@@ -41,17 +42,17 @@ def einsum_position_lambdas(embeddings: tf.Tensor, values: tf.Tensor) -> tf.Tens
     groups, key_dim, intra_depth = embeddings.shape[:3]
     if groups == 1 and intra_depth == 1:
         # One matmul [k*n, m] x [m, b*v]: far faster than the generic einsum.
-        shape = tf.shape(values)
-        batch, m, value_dim = shape[0], shape[1], values.shape[3]
-        n = tf.shape(embeddings)[3]
-        e = tf.reshape(embeddings, [key_dim * n, m])
-        vals = tf.reshape(tf.transpose(values[:, :, 0, :, 0], [1, 0, 2]), [m, batch * value_dim])
-        out = tf.reshape(tf.matmul(e, vals), [key_dim, n, batch, value_dim])
-        return tf.transpose(out, [2, 1, 0, 3])[:, :, None]
-    return tf.einsum("gkunm,bmgvu->bngkv", embeddings, values)
+        batch, m = ops.shape(values)[:2]
+        value_dim = values.shape[3]
+        n = ops.shape(embeddings)[3]
+        e = ops.reshape(embeddings, [key_dim * n, m])
+        vals = ops.reshape(ops.transpose(values[:, :, 0, :, 0], [1, 0, 2]), [m, batch * value_dim])
+        out = ops.reshape(ops.matmul(e, vals), [key_dim, n, batch, value_dim])
+        return ops.transpose(out, [2, 1, 0, 3])[:, :, None]
+    return ops.einsum("gkunm,bmgvu->bngkv", embeddings, values)
 
 
-def conv_position_lambdas(kernel: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+def conv_position_lambdas(kernel, values):
     """Lambda convolution with a regular (n+1)-d convolution.
 
     Args:
@@ -66,18 +67,15 @@ def conv_position_lambdas(kernel: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
     outputs = []
     for g in range(groups):
         vals = values[..., g, :, :]  # [b, *spatial, v, u]: v is a spatial axis, u the channels
-        filters = tf.experimental.numpy.swapaxes(kernel[..., g, :, :], -1, -2)  # [*window, u, k]
-        filters = tf.expand_dims(filters, rank)  # extent 1 along v: [*window, 1, u, k]
-        if rank == 2:
-            out = tf.nn.conv3d(vals, filters, strides=[1] * 5, padding="SAME")
-        else:
-            out = tf.nn.conv2d(vals, filters, strides=1, padding="SAME")
+        filters = ops.swapaxes(kernel[..., g, :, :], -1, -2)  # [*window, u, k]
+        filters = ops.expand_dims(filters, rank)  # extent 1 along v: [*window, 1, u, k]
+        out = ops.conv(vals, filters, strides=1, padding="same", data_format="channels_last")
         outputs.append(out)  # [b, *spatial, v, k]
-    out = tf.stack(outputs, axis=rank + 1)  # [b, *spatial, g, v, k]
-    return tf.experimental.numpy.swapaxes(out, -1, -2)
+    out = ops.stack(outputs, axis=rank + 1)  # [b, *spatial, g, v, k]
+    return ops.swapaxes(out, -1, -2)
 
 
-def depthwise_position_lambdas(kernel: tf.Tensor, values: tf.Tensor) -> tf.Tensor:
+def depthwise_position_lambdas(kernel, values):
     """Lambda convolution with a depthwise convolution and channel multiplier ``key_dim``.
 
     Args:
@@ -95,19 +93,16 @@ def depthwise_position_lambdas(kernel: tf.Tensor, values: tf.Tensor) -> tf.Tenso
             f"received intra_depth={intra_depth}. Use implementation='conv' or 'einsum'."
         )
     value_dim = values.shape[-2]
-    shape = tf.shape(values)
-    batch, spatial = shape[0], [shape[1 + i] for i in range(rank)]
+    shape = ops.shape(values)
+    batch, spatial = shape[0], list(shape[1 : 1 + rank])
     channels = groups * value_dim
-    x = tf.reshape(values, [batch, *spatial, channels])
+    x = ops.reshape(values, [batch, *spatial, channels])
     # Filter [*window, g, 1, k] tiled over v: channel (g, v) gets the embeddings of group g.
-    filters = tf.tile(
-        tf.transpose(kernel, [*range(rank), rank, rank + 2, rank + 1]),
+    filters = ops.tile(
+        ops.transpose(kernel, [*range(rank), rank, rank + 2, rank + 1]),
         [1] * (rank + 1) + [value_dim, 1],
     )
-    filters = tf.reshape(filters, tf.concat([tf.shape(kernel)[:rank], [channels, key_dim]], 0))
-    if rank == 1:
-        x = x[:, None]
-        filters = filters[None]
-    out = tf.nn.depthwise_conv2d(x, filters, strides=[1, 1, 1, 1], padding="SAME")
-    out = tf.reshape(out, [batch, *spatial, groups, value_dim, key_dim])
-    return tf.experimental.numpy.swapaxes(out, -1, -2)
+    filters = ops.reshape(filters, [*kernel.shape[:rank], channels, key_dim])
+    out = ops.depthwise_conv(x, filters, strides=1, padding="same", data_format="channels_last")
+    out = ops.reshape(out, [batch, *spatial, groups, value_dim, key_dim])
+    return ops.swapaxes(out, -1, -2)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import keras
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras import _validation as v
 
@@ -110,15 +110,14 @@ class RelativePositionEmbedding(keras.layers.Layer):
         Returns:
             ``[groups, key_dim, intra_depth, n, n]`` with ``n`` the number of positions.
         """
-        spatial = tf.shape(inputs)[1:-1]
-        return self.dense([spatial[i] for i in range(self.rank)])
+        return self.dense(list(ops.shape(inputs)[1:-1]))
 
     def compute_output_shape(self, input_shape):
         spatial = input_shape[1:-1]
         n = None if any(s is None for s in spatial) else int(np.prod(spatial))
         return (self.groups, self.key_dim, self.intra_depth, n, n)
 
-    def window(self, spatial_shape: Sequence) -> tf.Tensor:
+    def window(self, spatial_shape: Sequence):
         """The embeddings cropped to the offsets a map of ``spatial_shape`` can hold.
 
         Along an axis of length ``L`` the offsets run from ``-(L-1)`` to ``L-1``; a window
@@ -131,7 +130,7 @@ class RelativePositionEmbedding(keras.layers.Layer):
             whose index ``i`` is the offset ``i - window // 2``.
         """
         self._check_rank(spatial_shape)
-        kernel = tf.convert_to_tensor(self.embeddings)
+        kernel = ops.convert_to_tensor(self.embeddings)
         for axis, (size, length) in enumerate(zip(self.size, spatial_shape, strict=True)):
             if not isinstance(length, (int, np.integer)):
                 continue  # unknown length: keep the full window (a static kernel shape)
@@ -141,7 +140,7 @@ class RelativePositionEmbedding(keras.layers.Layer):
                 kernel = kernel[(slice(None),) * axis + (slice(start, start + keep),)]
         return kernel
 
-    def dense(self, spatial_shape: Sequence, rows: slice | None = None) -> tf.Tensor:
+    def dense(self, spatial_shape: Sequence, rows: slice | None = None):
         """Re-index the window into the dense ``E`` tensor of the einsum (paper §3.3).
 
         ``E[n, m] = R[pos(m) - pos(n)]`` for offsets inside the window, zero outside, with
@@ -160,19 +159,19 @@ class RelativePositionEmbedding(keras.layers.Layer):
         index = self.flat_index(spatial_shape)
         if rows is not None:
             index = index[rows]
-        return tf.gather(self.flat_table(), index, axis=3)
+        return ops.take(self.flat_table(), index, axis=3)
 
-    def flat_table(self) -> tf.Tensor:
+    def flat_table(self):
         """The window flattened, plus one zero entry: ``[groups, key_dim, intra_depth, S + 1]``.
 
         ``S = prod(size)``; index ``S`` stands for "outside the window".
         """
         tail = self.embedding_shape[self.rank :]
-        table = tf.reshape(tf.convert_to_tensor(self.embeddings), [-1, *tail])
-        table = tf.concat([table, tf.zeros([1, *tail], table.dtype)], axis=0)
-        return tf.transpose(table, [1, 2, 3, 0])
+        table = ops.reshape(ops.convert_to_tensor(self.embeddings), [-1, *tail])
+        table = ops.concatenate([table, ops.zeros([1, *tail], table.dtype)], axis=0)
+        return ops.transpose(table, [1, 2, 3, 0])
 
-    def flat_index(self, spatial_shape: Sequence) -> tf.Tensor:
+    def flat_index(self, spatial_shape: Sequence):
         """Index into :meth:`flat_table` of each (query ``n``, context ``m``) pair.
 
         Returns:
@@ -189,14 +188,14 @@ class RelativePositionEmbedding(keras.layers.Layer):
             else:
                 # [H, H'] x [W, W'] -> [H, H', W, W'] -> [H, W, H', W']
                 index = index[:, :, None, None] * size + axis_index[None, None]
-                valid = tf.logical_and(valid[:, :, None, None], axis_valid[None, None])
-                index = tf.transpose(index, [0, 2, 1, 3])
-                valid = tf.transpose(valid, [0, 2, 1, 3])
-        index = tf.where(valid, index, outside)
+                valid = ops.logical_and(valid[:, :, None, None], axis_valid[None, None])
+                index = ops.transpose(index, [0, 2, 1, 3])
+                valid = ops.transpose(valid, [0, 2, 1, 3])
+        index = ops.where(valid, index, outside)
         n = 1
         for length in spatial_shape:
             n = n * length
-        return tf.reshape(index, [n, n])
+        return ops.reshape(index, [n, n])
 
     def _check_rank(self, spatial_shape):
         if len(spatial_shape) != self.rank:
@@ -228,7 +227,7 @@ def _offset_index(length, size: int):
         ``index`` int32 ``[length, length]`` (rows n, columns m), clipped into range, and
         ``valid`` bool of the same shape.
     """
-    pos = tf.range(length)
+    pos = ops.arange(length, dtype="int32")
     index = pos[None, :] - pos[:, None] + size // 2
-    valid = tf.logical_and(index >= 0, index < size)
-    return tf.clip_by_value(index, 0, size - 1), valid
+    valid = ops.logical_and(index >= 0, index < size)
+    return ops.clip(index, 0, size - 1), valid

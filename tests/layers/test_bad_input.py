@@ -126,6 +126,7 @@ def test_lambda_conv_arguments(kwargs, message):
     ],
     ids=["context_mask", "max_size"],
 )
+@pytest.mark.tensorflow
 def test_a_map_the_traced_layer_does_not_cover_names_the_layer_and_the_map(
     kwargs, map_side, message
 ):

@@ -4,7 +4,6 @@ into NaN, and every later prediction with them)."""
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.layers import BatchNormalization, LambdaLayer
@@ -34,7 +33,10 @@ def test_an_empty_batch_leaves_the_statistics_and_a_full_one_updates_them():
     np.testing.assert_allclose(mean, 0.25 * 0 + 0.75 * x.mean(axis=(0, 1, 2)), rtol=1e-5)
 
 
+@pytest.mark.tensorflow
 def test_inside_a_compiled_function_with_an_unknown_batch():
+    import tensorflow as tf
+
     layer = BatchNormalization()
     layer.build((None, 5))
     before = moving_statistics(layer)

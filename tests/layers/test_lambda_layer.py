@@ -3,10 +3,10 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from lambda_keras.layers import LambdaLayer, RelativePositionEmbedding
 from lambda_keras.layers import lambda_layer as lambda_layer_module
+from tests.backend import gradients, numpy
 from tests.layers.lambda_reference import reference_lambda_layer
 
 IMPLEMENTATIONS = ["einsum", "conv", "depthwise"]
@@ -74,8 +74,9 @@ def randomize_batch_norms(layer, rng):
         norm.moving_variance.assign(rng.uniform(0.5, 2.0, c))
 
 
-def reference_for(layer, x):
-    """Run the NumPy reference with the layer's weights and configuration."""
+def reference_for(layer, x, qkv_kernel=None, embeddings=None):
+    """Run the NumPy reference with the layer's configuration and weights (or the given
+    projection kernel and position embeddings instead of the layer's)."""
 
     def norm_params(norm):
         if norm is None:
@@ -94,8 +95,10 @@ def reference_for(layer, x):
         mask = np.tril(np.ones((n, n), dtype=bool))
     return reference_lambda_layer(
         x,
-        layer.qkv_kernel.numpy(),
-        layer.position_embedding.embeddings.numpy() if layer.position else None,
+        layer.qkv_kernel.numpy() if qkv_kernel is None else qkv_kernel,
+        embeddings
+        if embeddings is not None or not layer.position
+        else layer.position_embedding.embeddings.numpy(),
         key_dim=layer.key_dim,
         num_heads=layer.num_heads,
         intra_depth=layer.intra_depth,
@@ -123,7 +126,7 @@ def build_layer(x, **kwargs):
 def test_matches_naive_reference_on_images(impl, case):
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation=impl, **CASES[case])
-    y = layer(x, training=False).numpy()
+    y = numpy(layer(x, training=False))
     assert y.shape == (2, 4, 5, 12)
     assert_matches(y, reference_for(layer, x))
 
@@ -136,7 +139,7 @@ def test_paper_defaults_match_reference(impl, scope):
     layer = LambdaLayer(scope_size=scope, implementation=impl)
     layer.build(x.shape)
     randomize_batch_norms(layer, np.random.default_rng(4))
-    assert_matches(layer(x, training=False).numpy(), reference_for(layer, x))
+    assert_matches(numpy(layer(x, training=False)), reference_for(layer, x))
 
 
 POSITION_BIAS_CASES = {
@@ -161,9 +164,9 @@ def test_position_bias_matches_reference(impl, case):
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation=impl, use_position_bias=True, **POSITION_BIAS_CASES[case])
     assert layer.position_bias.shape == (layer.groups, layer.key_dim)
-    without = layer(x, training=False).numpy()
+    without = numpy(layer(x, training=False))
     layer.position_bias.assign(RNG.normal(size=layer.position_bias.shape))
-    y = layer(x, training=False).numpy()
+    y = numpy(layer(x, training=False))
     assert np.abs(y - without).max() > 0.1  # the bias changes the output...
     assert_matches(y, reference_for(layer, x))  # ...as the reference says
 
@@ -204,7 +207,7 @@ SEQUENCE_CASES = {
 def test_matches_naive_reference_on_sequences(impl, case):
     x = RNG.normal(size=(2, 9, 8)).astype("float32")
     layer = build_layer(x, implementation=impl, **SEQUENCE_CASES[case])
-    y = layer(x, training=False).numpy()
+    y = numpy(layer(x, training=False))
     assert y.shape == (2, 9, 12)
     assert_matches(y, reference_for(layer, x))
 
@@ -226,7 +229,7 @@ ABLATIONS = {
 def test_ablations_match_reference(case):
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, scope_size=3, **ABLATIONS[case])
-    assert_matches(layer(x, training=False).numpy(), reference_for(layer, x))
+    assert_matches(numpy(layer(x, training=False)), reference_for(layer, x))
 
 
 @pytest.mark.parametrize(
@@ -242,7 +245,7 @@ def test_implementations_agree_at_paper_shapes(shape, scope):
         if weights is None:
             weights = layer.get_weights()
         layer.set_weights(weights)
-        outputs[impl] = layer(x).numpy()
+        outputs[impl] = numpy(layer(x))
     scale = np.abs(outputs["einsum"]).max()
     for impl in ("conv", "depthwise"):
         np.testing.assert_allclose(outputs[impl] / scale, outputs["einsum"] / scale, atol=1e-5)
@@ -274,29 +277,59 @@ def test_initialisation_follows_appendix_f2():
     assert abs(embeddings.mean()) < 0.05
 
 
-def test_gradients_match_finite_differences():
-    keras.config.set_dtype_policy("float64")
-    x = tf.constant(RNG.normal(size=(1, 3, 4, 4)))
-    for impl, kwargs in [
-        ("einsum", dict(scope_size=None, causal=True)),
-        ("conv", dict(scope_size=3, intra_depth=2)),
-        ("depthwise", dict(scope_size=3)),
-    ]:
-        layer = LambdaLayer(4, key_dim=2, num_heads=2, implementation=impl, **kwargs)
-        layer.build(x.shape)
+# Directional derivatives of the float64 NumPy reference (central differences) against the
+# backend's float32 gradients, for the inputs, the projections and the embeddings.
+GRADIENT_CASES = {
+    "global_causal": dict(scope_size=None, causal=True),
+    "local_intra_depth": dict(scope_size=3, intra_depth=2),
+    "local": dict(scope_size=3),
+    "masked": dict(scope_size=None, context_mask=MASK_20[:12, :12]),
+    "multi_head_bias": dict(scope_size=3, multi_head=True, use_position_bias=True),
+}
 
-        def f(inputs, layer=layer):
-            return layer(inputs, training=False)
 
-        theoretical, numerical = tf.test.compute_gradient(f, [x])
-        np.testing.assert_allclose(theoretical[0], numerical[0], rtol=1e-5, atol=1e-6)
-        # The weights get gradients too.
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(layer(x, training=True) ** 2)
-        grads = [
-            tf.convert_to_tensor(g).numpy() for g in tape.gradient(loss, layer.trainable_variables)
-        ]
-        assert all(np.isfinite(g).all() and np.abs(g).sum() > 0 for g in grads)
+@pytest.mark.parametrize(
+    "impl,case",
+    [
+        pytest.param(impl, case, id=f"{impl}-{case}")
+        for case, kwargs in GRADIENT_CASES.items()
+        for impl in IMPLEMENTATIONS
+        if _defined(impl, kwargs)
+    ],
+)
+def test_gradients_match_the_reference(impl, case):
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 3, 4, 4)).astype("float32")
+    layer = build_layer(
+        x, dim_out=4, key_dim=2, num_heads=2, implementation=impl, **GRADIENT_CASES[case]
+    )
+    if layer.position_bias is not None:
+        layer.position_bias.assign(rng.normal(size=layer.position_bias.shape))
+    weight = rng.normal(size=(2, 3, 4, 4))
+    inputs = keras.Variable(x)
+    variables = [inputs, layer.qkv_kernel, layer.position_embedding.embeddings]
+
+    def loss():
+        return keras.ops.sum(layer(inputs, training=False) * weight.astype("float32"))
+
+    grads = gradients(loss, variables)
+    values = [numpy(v).astype("float64") for v in variables]
+
+    def reference_loss(x_, kernel, embeddings):
+        y = reference_for(layer, x_, qkv_kernel=kernel, embeddings=embeddings)
+        return float((y * weight).sum())
+
+    for index, grad in enumerate(grads):
+        direction = rng.normal(size=values[index].shape)
+        step = 1e-4
+        plus, minus = list(values), list(values)
+        plus[index] = values[index] + step * direction
+        minus[index] = values[index] - step * direction
+        numerical = (reference_loss(*plus) - reference_loss(*minus)) / (2 * step)
+        analytic = float((grad.astype("float64") * direction).sum())
+        scale = max(1.0, float(np.abs(grad).sum() * np.abs(direction).max()))
+        assert abs(analytic - numerical) <= 1e-5 * scale, (index, analytic, numerical)
+        assert np.isfinite(grad).all() and np.abs(grad).sum() > 0
 
 
 @pytest.mark.parametrize("impl", IMPLEMENTATIONS)
@@ -306,8 +339,8 @@ def test_position_only_local_layer_is_translation_equivariant(impl):
     layer = LambdaLayer(
         8, key_dim=4, num_heads=2, scope_size=scope, content=False, implementation=impl
     )
-    y = layer(x).numpy()
-    y_shifted = layer(np.roll(x, shift, axis=(1, 2))).numpy()
+    y = numpy(layer(x))
+    y_shifted = numpy(layer(np.roll(x, shift, axis=(1, 2))))
     # Away from the borders, the output of the shifted input is the shifted output.
     lo = scope // 2 + max(shift)
     hi = 16 - scope // 2 - max(shift)
@@ -320,11 +353,11 @@ def test_position_only_local_layer_is_translation_equivariant(impl):
 def test_causal_output_does_not_depend_on_the_future(impl):
     x = RNG.normal(size=(2, 12, 8)).astype("float32")
     layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=7, causal=True, implementation=impl)
-    y = layer(x).numpy()
+    y = numpy(layer(x))
     for t in (0, 4, 10):
         perturbed = x.copy()
         perturbed[:, t + 1 :] += 100.0 * RNG.normal(size=perturbed[:, t + 1 :].shape)
-        y2 = layer(perturbed).numpy()
+        y2 = numpy(layer(perturbed))
         np.testing.assert_allclose(y2[:, : t + 1], y[:, : t + 1], rtol=1e-5, atol=1e-5)
         assert not np.allclose(y2[:, t + 1 :], y[:, t + 1 :])
 
@@ -332,25 +365,25 @@ def test_causal_output_does_not_depend_on_the_future(impl):
 def test_causal_images_use_raster_order():
     x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
     layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=3, causal=True)
-    y = layer(x).numpy()
+    y = numpy(layer(x))
     perturbed = x.copy()
     perturbed[:, 2, 3:] += 50.0  # row 2 from column 3 on, then rows 3+
     perturbed[:, 3:] += 50.0
-    y2 = layer(perturbed).numpy().reshape(1, 20, 8)
+    y2 = numpy(layer(perturbed)).reshape(1, 20, 8)
     np.testing.assert_allclose(y2[:, :13], y.reshape(1, 20, 8)[:, :13], rtol=1e-5, atol=1e-5)
 
 
 def test_context_mask_blocks_masked_positions():
     x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
     layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=None, context_mask=MASK_20)
-    y = layer(x).numpy().reshape(20, 8)
+    y = numpy(layer(x)).reshape(20, 8)
     flat = x.reshape(20, 8)
     for query in (0, 3, 7, 15):
         hidden = ~MASK_20[query]
         hidden[query] = False  # the query itself comes from this position
         perturbed = flat.copy()
         perturbed[hidden] += 100.0 * RNG.normal(size=perturbed[hidden].shape)
-        y2 = layer(perturbed.reshape(1, 4, 5, 8)).numpy().reshape(20, 8)
+        y2 = numpy(layer(perturbed.reshape(1, 4, 5, 8))).reshape(20, 8)
         np.testing.assert_allclose(y2[query], y[query], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(y[3], 0.0)  # an empty context gives a zero lambda
 
@@ -374,10 +407,20 @@ def test_global_einsum_accepts_maps_up_to_max_size():
     assert layer.position_embedding.size == (11, 13)
     for shape in ((1, 6, 7, 8), (1, 3, 2, 8)):
         x = RNG.normal(size=shape).astype("float32")
-        assert_matches(model(x).numpy(), reference_for(layer, x))
+        assert_matches(numpy(model(x)), reference_for(layer, x))
     with pytest.raises(ValueError, match="max_size"):
         model(RNG.normal(size=(1, 7, 7, 8)).astype("float32"))
-    # With shapes unknown at trace time the check runs in the graph.
+
+
+@pytest.mark.tensorflow
+def test_global_range_is_checked_when_a_graph_of_unknown_shape_runs():
+    import tensorflow as tf
+
+    layer = LambdaLayer(
+        8, key_dim=4, num_heads=2, scope_size=None, max_size=(6, 7), implementation="einsum"
+    )
+    inputs = keras.Input((None, None, 8))
+    model = keras.Model(inputs, layer(inputs))
     serve = tf.function(model, input_signature=[tf.TensorSpec((None, None, None, 8))])
     assert serve(RNG.normal(size=(1, 6, 3, 8)).astype("float32")).shape == (1, 6, 3, 8)
     with pytest.raises(tf.errors.InvalidArgumentError, match="max_size"):
@@ -444,7 +487,7 @@ def test_shared_embeddings_stay_shared_after_keras_round_trip(tmp_path):
     first, second = loaded.layers[1], loaded.layers[3]
     assert first.position_embedding is second.position_embedding
     x = RNG.normal(size=(2, 6, 6, 8)).astype("float32")
-    np.testing.assert_allclose(loaded(x).numpy(), model(x).numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(numpy(loaded(x)), numpy(model(x)), rtol=1e-6, atol=1e-6)
 
 
 def test_shared_embedding_must_match_the_layer():
@@ -485,7 +528,7 @@ def test_keras_file_round_trip_is_identical(tmp_path, kwargs):
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
     x = RNG.normal(size=(2, 6, 6, 8)).astype("float32")
-    np.testing.assert_array_equal(loaded(x).numpy(), model(x).numpy())
+    np.testing.assert_array_equal(numpy(loaded(x)), numpy(model(x)))
     config = loaded.layers[1].get_config()
     for key in ("key_dim", "num_heads", "scope_size", "causal", "intra_depth", "multi_head"):
         assert config[key] == layer.get_config()[key]
@@ -514,7 +557,10 @@ def test_get_config_round_trip():
     assert LambdaLayer.from_config(global_layer.get_config()).max_size == 9
 
 
+@pytest.mark.tensorflow
 def test_saved_model_export_signature_matches(tmp_path):
+    import tensorflow as tf
+
     inputs = keras.Input((8, 8, 16), name="images")
     x = LambdaLayer(16, key_dim=8, num_heads=2, scope_size=5)(inputs)
     model = keras.Model(inputs, keras.layers.GlobalAveragePooling2D()(x))
@@ -525,11 +571,14 @@ def test_saved_model_export_signature_matches(tmp_path):
     assert "images" in serve.structured_input_signature[1]
     x = RNG.normal(size=(3, 8, 8, 16)).astype("float32")
     (out,) = serve(images=tf.constant(x)).values()
-    np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.numpy(), numpy(model(x)), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.tensorflow
 @pytest.mark.parametrize("impl", ["conv", "einsum"])
 def test_saved_model_with_variable_image_size(tmp_path, impl):
+    import tensorflow as tf
+
     inputs = keras.Input((None, None, 8), name="images")
     outputs = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=5, implementation=impl)(inputs)
     model = keras.Model(inputs, outputs)
@@ -538,7 +587,7 @@ def test_saved_model_with_variable_image_size(tmp_path, impl):
     for shape in ((1, 5, 9, 8), (2, 12, 7, 8)):
         x = RNG.normal(size=shape).astype("float32")
         (out,) = serve(images=tf.constant(x)).values()
-        np.testing.assert_allclose(out.numpy(), model(x).numpy(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out.numpy(), numpy(model(x)), rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------- mixed precision
@@ -551,18 +600,20 @@ def test_mixed_precision_is_finite_for_large_inputs(policy, impl):
     assert layer.compute_dtype in ("float16", "bfloat16")
     y = layer(x32, training=True)
     assert y.dtype == layer.compute_dtype
-    assert np.isfinite(y.numpy().astype("float32")).all()
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_mean(tf.cast(layer(x32, training=True), "float32") ** 2)
-    grads = tape.gradient(loss, layer.trainable_variables)
-    assert all(np.isfinite(tf.convert_to_tensor(g).numpy()).all() for g in grads)
+    assert np.isfinite(numpy(y).astype("float32")).all()
+
+    def loss():
+        return keras.ops.mean(keras.ops.cast(layer(x32, training=True), "float32") ** 2)
+
+    grads = gradients(loss, layer.trainable_variables)
+    assert all(np.isfinite(g.astype("float32")).all() for g in grads)
     # The same weights in float32 give nearly the same result.
     keras.config.set_dtype_policy("float32")
     ref_layer = LambdaLayer(32, key_dim=16, num_heads=4, scope_size=7, implementation=impl)
     ref_layer.build(x32.shape)
     ref_layer.set_weights(layer.get_weights())
-    ref = ref_layer(x32, training=True).numpy()
-    err = np.linalg.norm(y.numpy().astype("float32") - ref) / np.linalg.norm(ref)
+    ref = numpy(ref_layer(x32, training=True))
+    err = np.linalg.norm(numpy(y).astype("float32") - ref) / np.linalg.norm(ref)
     # bfloat16 keeps 8 bits of mantissa: keys of magnitude ~1e3 move by units, which the key
     # softmax amplifies; float16 keeps 11.
     assert err < (3e-2 if policy == "mixed_bfloat16" else 3e-3)
@@ -581,7 +632,7 @@ def test_mixed_precision_inference_with_large_inputs_is_finite(policy):
     for kwargs in (dict(scope_size=None, causal=True), dict(scope_size=7), dict(intra_depth=2)):
         layer = LambdaLayer(32, batch_norm_momentum=0.0, **kwargs)
         layer(x, training=True)  # momentum 0: the moving statistics become this batch's
-        y = layer(x, training=False).numpy().astype("float32")
+        y = numpy(layer(x, training=False)).astype("float32")
         assert np.isfinite(y).all()
         assert np.abs(y).max() > 1.0
 
@@ -686,7 +737,7 @@ def test_einsum_in_chunks_of_queries_matches_reference(monkeypatch, kwargs):
     monkeypatch.setattr(lambda_layer_module, "EINSUM_CHUNK_ELEMENTS", 7 * 20 * 4)  # 7 rows
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation="einsum", **kwargs)
-    assert_matches(layer(x, training=False).numpy(), reference_for(layer, x))
+    assert_matches(numpy(layer(x, training=False)), reference_for(layer, x))
 
 
 # ---------------------------------------------------------------- masks select
@@ -706,10 +757,10 @@ def test_masked_positions_cannot_leak_non_finite_values(impl, kwargs, bad):
     """A NaN/Inf at a masked position leaves the unmasked outputs exactly as they were."""
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation=impl, **kwargs)
-    clean = layer(x, training=False).numpy().reshape(2, 20, -1)
+    clean = numpy(layer(x, training=False)).reshape(2, 20, -1)
     poisoned_x = x.copy()
     poisoned_x[0, 3, 4] = bad  # the last position in raster order (19)
-    y = layer(poisoned_x, training=False).numpy().reshape(2, 20, -1)
+    y = numpy(layer(poisoned_x, training=False)).reshape(2, 20, -1)
     mask = np.tril(np.ones((20, 20), bool)) if layer.causal else MASK_20
     blind = ~mask[:, 19]  # queries that do not see position 19
     np.testing.assert_array_equal(y[0, blind], clean[0, blind])

@@ -1,8 +1,8 @@
 """The position-lambda functions agree with each other and with a direct sum."""
 
+import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from lambda_keras.layers import (
     RelativePositionEmbedding,
@@ -10,6 +10,7 @@ from lambda_keras.layers import (
     depthwise_position_lambdas,
     einsum_position_lambdas,
 )
+from tests.backend import numpy
 
 RNG = np.random.default_rng(3)
 
@@ -43,11 +44,11 @@ def test_all_implementations_equal_the_direct_sum(size, spatial, groups, intra_d
     n = int(np.prod(spatial))
     flat = values.reshape(2, n, groups, 5, intra_depth)
     got = {
-        "einsum": einsum_position_lambdas(emb.dense(spatial), flat).numpy(),
-        "conv": conv_position_lambdas(emb.window(spatial), values).numpy(),
+        "einsum": numpy(einsum_position_lambdas(emb.dense(spatial), flat)),
+        "conv": numpy(conv_position_lambdas(emb.window(spatial), values)),
     }
     if intra_depth == 1:
-        got["depthwise"] = depthwise_position_lambdas(emb.window(spatial), values).numpy()
+        got["depthwise"] = numpy(depthwise_position_lambdas(emb.window(spatial), values))
     for name, out in got.items():
         np.testing.assert_allclose(
             out.reshape(expected.shape), expected, rtol=1e-5, atol=1e-5, err_msg=name
@@ -61,11 +62,13 @@ def test_value_depth_is_the_extra_spatial_axis_not_a_channel():
     kernel[1, 1, 0, :, 0] = [1.0, 2.0]
     values = RNG.normal(size=(1, 4, 5, 1, 6, 1)).astype("float32")
     for fn in (conv_position_lambdas, depthwise_position_lambdas):
-        out = fn(tf.constant(kernel), values).numpy()  # [1, 4, 5, 1, 2, 6]
+        out = numpy(fn(keras.ops.convert_to_tensor(kernel), values))  # [1, 4, 5, 1, 2, 6]
         np.testing.assert_allclose(out[..., 0, 0, :], values[..., 0, :, 0], rtol=1e-6)
         np.testing.assert_allclose(out[..., 0, 1, :], 2 * values[..., 0, :, 0], rtol=1e-6)
 
 
 def test_depthwise_rejects_intra_depth():
     with pytest.raises(ValueError, match="intra_depth=2"):
-        depthwise_position_lambdas(tf.zeros((3, 3, 1, 4, 2)), tf.zeros((1, 5, 5, 1, 3, 2)))
+        depthwise_position_lambdas(
+            keras.ops.zeros((3, 3, 1, 4, 2)), keras.ops.zeros((1, 5, 5, 1, 3, 2))
+        )
