@@ -16,7 +16,11 @@ BACKEND = keras.backend.backend()
 
 
 def numpy(x) -> np.ndarray:
-    """A backend tensor (or anything array-like) as a NumPy array."""
+    """A backend tensor, a Keras variable or anything array-like as a NumPy array."""
+    if isinstance(x, keras.Variable):
+        return np.asarray(x.numpy())
+    if hasattr(x, "detach"):  # a PyTorch tensor that may require grad
+        x = x.detach().cpu()
     return np.asarray(keras.ops.convert_to_numpy(x))
 
 

@@ -31,9 +31,8 @@ import dataclasses
 from collections.abc import Callable
 
 import keras
-import tensorflow as tf
+import numpy as np
 
-from lambda_keras import preprocessing
 from lambda_keras.zoo import applications
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import register_model
@@ -199,13 +198,22 @@ def eval_image(image, spec_or_name: TimmLambdaResNetSpec | str):
         image: ``[height, width, 3]`` uint8 or float image.
         spec_or_name: The model's spec or registry name.
 
+    This is the serving graph's preprocessing (TensorFlow's antialiased bicubic resize), so a
+    photo gets exactly the pixels the exported SavedModel sees; it needs TensorFlow installed
+    (``tensorflow-cpu`` is enough) whichever Keras backend runs the model.
+
     Returns:
-        ``[image_size, image_size, 3]`` float32.
+        ``[image_size, image_size, 3]`` float32 NumPy array.
     """
     spec = SPECS[spec_or_name] if isinstance(spec_or_name, str) else spec_or_name
-    return preprocessing.eval_image(
-        tf.convert_to_tensor(image), spec.image_size, spec.crop_fraction
-    )
+    try:
+        from lambda_keras import preprocessing
+    except ImportError as error:  # pragma: no cover - TensorFlow is in every install extra
+        raise ImportError(
+            "eval_image uses TensorFlow's image resize (the serving graph's preprocessing); "
+            "install tensorflow-cpu (pip install 'lambda-keras[cpu]')."
+        ) from error
+    return np.asarray(preprocessing.eval_image(image, spec.image_size, spec.crop_fraction))
 
 
 def timm_lambda_resnet_body(

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from lambda_keras.layers import LambdaConv1D, LambdaConv2D, LambdaLayer
+from tests.backend import numpy
 
 RNG = np.random.default_rng(0)
 
@@ -27,7 +28,7 @@ def test_equals_lambda_layer_on_shared_weights(implementation):
     layer.set_weights(conv.get_weights())
     assert [w.shape for w in conv.weights] == [w.shape for w in layer.weights]
     np.testing.assert_allclose(
-        np.asarray(conv(x, training=False)), np.asarray(layer(x, training=False)), atol=2e-5
+        numpy(conv(x, training=False)), numpy(layer(x, training=False)), atol=2e-5
     )
 
 
@@ -35,11 +36,11 @@ def test_stride_two_is_the_papers_average_pool_and_replaces_a_strided_conv():
     x = RNG.normal(size=(2, 15, 14, 16)).astype("float32")
     conv = LambdaConv2D(32, 5, strides=2, key_dim=8)
     layer = LambdaLayer(32, key_dim=8, scope_size=5)
-    y = np.asarray(conv(x, training=False))
+    y = numpy(conv(x, training=False))
     layer.build(x.shape)
     layer.set_weights(conv.get_weights())
     pooled = keras.layers.AveragePooling2D(3, strides=2, padding="same")(layer(x, training=False))
-    np.testing.assert_allclose(y, np.asarray(pooled), atol=2e-5)
+    np.testing.assert_allclose(y, numpy(pooled), atol=2e-5)
     reference = keras.layers.Conv2D(32, 3, strides=2, padding="same")(x)
     assert y.shape == reference.shape == (2, 8, 7, 32)
     assert conv.compute_output_shape((None, 15, 14, 16)) == (None, 8, 7, 32)
@@ -53,7 +54,7 @@ def test_sequences():
     layer.build(x.shape)
     layer.set_weights(conv.get_weights())
     pooled = keras.layers.AveragePooling1D(3, strides=2, padding="same")(layer(x, training=False))
-    np.testing.assert_allclose(np.asarray(conv(x, training=False)), np.asarray(pooled), atol=2e-5)
+    np.testing.assert_allclose(numpy(conv(x, training=False)), numpy(pooled), atol=2e-5)
 
 
 def test_keras_file_round_trip_and_config(tmp_path):
@@ -65,7 +66,7 @@ def test_keras_file_round_trip_and_config(tmp_path):
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
     x = RNG.normal(size=(2, 9, 9, 8)).astype("float32")
-    np.testing.assert_array_equal(np.asarray(loaded(x)), np.asarray(model(x)))
+    np.testing.assert_array_equal(numpy(loaded(x)), numpy(model(x)))
     config = loaded.get_layer("lc").get_config()
     assert config["kernel_size"] == [5, 3] and config["implementation"] == "depthwise"
     assert config["strides"] == 2 and "scope_size" not in config
@@ -79,7 +80,7 @@ def test_mixed_precision():
         y = conv(RNG.normal(size=(1, 8, 8, 8)).astype("float32"))
         assert keras.backend.standardize_dtype(y.dtype) == "bfloat16"
         assert all(w.dtype == "float32" for w in conv.weights)
-        assert np.isfinite(np.asarray(keras.ops.cast(y, "float32"))).all()
+        assert np.isfinite(numpy(keras.ops.cast(y, "float32"))).all()
     finally:
         keras.config.set_dtype_policy(previous)
 
