@@ -38,6 +38,9 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
+            # The layers and the zoo on the JAX backend (tests/test_backends.py); PyTorch is
+            # installed by hand (its PyPI wheel pulls GB of CUDA libraries).
+            "jax[cpu]>=0.4.30",
             "ruff>=0.6",
             "scikit-learn>=1.3",
             "tensorboard>=2.20",

@@ -49,6 +49,7 @@ def measure_layer_call(
     backward: bool = False,
     inputs: int = 1,
     timeout: float = 600.0,
+    backend: str | None = None,
 ) -> Measurement:
     """Peak memory and time of calling a layer, measured in a fresh child process.
 
@@ -63,6 +64,8 @@ def measure_layer_call(
         inputs: How many times the input is passed: 2 for a self-attention
             ``keras.layers.MultiHeadAttention`` (query and value).
         timeout: Seconds before the child is stopped.
+        backend: The child's Keras backend (``"tensorflow"``, ``"jax"`` or ``"torch"``);
+            None: the caller's ``KERAS_BACKEND`` (Keras' default when unset).
 
     Returns:
         A :class:`Measurement`: the peak of the first execution, the time of the second.
@@ -83,6 +86,11 @@ def measure_layer_call(
         )
     if isinstance(inputs, bool) or not isinstance(inputs, int) or inputs < 1:
         raise TypeError(f"`inputs` must be a positive int; received inputs={inputs!r}.")
+    if backend not in (None, *BACKENDS):
+        raise ValueError(f"`backend` must be one of {BACKENDS} or None; received {backend!r}.")
+    env = dict(os.environ)
+    if backend is not None:
+        env["KERAS_BACKEND"] = backend
     request = json.dumps(
         {
             "layer": layer_config,
@@ -101,6 +109,7 @@ def measure_layer_call(
             capture_output=True,
             text=True,
             timeout=timeout,
+            env=env,
         )
     except subprocess.TimeoutExpired as err:
         raise RuntimeError(f"The measurement child process took over {timeout:.0f} s.") from err
@@ -115,6 +124,7 @@ def measure_layer_call(
 
 
 _RESULT = "measurement: "
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def _child(request: dict) -> Measurement:

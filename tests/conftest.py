@@ -30,13 +30,31 @@ def pytest_configure(config):
     )
 
 
+# Started first: one long test (a whole child pytest on JAX) that would otherwise come last,
+# alone on one worker, while the other idles.
+FIRST_MODULES = ("tests/test_backends.py",)
+
+
 def pytest_collection_modifyitems(config, items):
-    if keras.backend.backend() == "tensorflow":
-        return
-    skip = pytest.mark.skip(reason=f"needs the TensorFlow backend, not {keras.backend.backend()}")
+    """Skip TensorFlow-only tests on other backends; order the modules as pytest-xdist's
+    loadscope would (most tests first, ``--no-loadscope-reorder`` keeps this order), except
+    ``FIRST_MODULES``."""
+    if keras.backend.backend() != "tensorflow":
+        skip = pytest.mark.skip(
+            reason=f"needs the TensorFlow backend, not {keras.backend.backend()}"
+        )
+        for item in items:
+            if "tensorflow" in item.keywords:
+                item.add_marker(skip)
+    counts = {}
     for item in items:
-        if "tensorflow" in item.keywords:
-            item.add_marker(skip)
+        counts[item.nodeid.split("::")[0]] = counts.get(item.nodeid.split("::")[0], 0) + 1
+
+    def order(item):
+        module = item.nodeid.split("::")[0]
+        return (module not in FIRST_MODULES, -counts[module], module)
+
+    items.sort(key=order)  # stable: each module keeps its own order
 
 
 def pytest_xdist_auto_num_workers(config):

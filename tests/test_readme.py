@@ -1,5 +1,6 @@
 """The README stays true: its code samples run and CI runs its test command."""
 
+import os
 import re
 from pathlib import Path
 
@@ -32,6 +33,9 @@ def test_ci_runs_exactly_the_readme_test_command():
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "keras_cache"))
+    # The backends sample sets KERAS_BACKEND (no effect here, Keras is imported): restored after,
+    # so that the processes this worker starts later keep TensorFlow.
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
     namespace = {}
     samples = blocks("python")
     assert len(samples) >= 6

@@ -429,6 +429,20 @@ def test_global_range_is_checked_when_a_graph_of_unknown_shape_runs():
         serve(RNG.normal(size=(1, 8, 3, 8)).astype("float32"))
 
 
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_compiled_predict_matches_reference(impl):
+    """Inside the backend's compiled function (``tf.function``, ``jax.jit``) too."""
+    x = RNG.normal(size=(3, 4, 5, 8)).astype("float32")
+    cases = [CASES["local_nonsquare"], CASES["causal"]]
+    if impl == "einsum":
+        cases.append(CASES["masked"])
+    for kwargs in cases:
+        layer = build_layer(x, implementation=impl, **kwargs)
+        inputs = keras.Input(x.shape[1:])
+        model = keras.Model(inputs, layer(inputs))
+        assert_matches(model.predict(x, batch_size=2, verbose=0), reference_for(layer, x))
+
+
 def test_auto_implementation_rule(monkeypatch):
     monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: False)
     seven = LambdaLayer(16, scope_size=7)

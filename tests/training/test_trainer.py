@@ -131,7 +131,9 @@ def test_bad_arguments(tmp_path, kwargs, match):
 
 
 @pytest.mark.end_to_end
-@pytest.mark.parametrize("loop", ["fit", "custom"])
+# The custom loop's resume is the same BackupAndRestore callback: its kill runs under -m slow
+# (and the killed two-worker run, also slow, resumes it across processes).
+@pytest.mark.parametrize("loop", ["fit", pytest.param("custom", marks=pytest.mark.slow)])
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     command = [
         sys.executable,

@@ -15,6 +15,7 @@ import keras
 import numpy as np
 
 from lambda_keras import zoo
+from tests.backend import numpy
 
 INPUT_SHAPE = (32, 32, 3)  # the smallest input the /32 models take
 POOLING_SHAPE = (64, 64, 3)  # 2x2 final maps: average and max pooling differ
@@ -46,7 +47,7 @@ def check_calls(model: keras.Model) -> np.ndarray:
     """Symbolic and eager calls: shapes, finite probabilities summing to one."""
     symbolic = model(keras.Input(INPUT_SHAPE))
     assert tuple(symbolic.shape) == (None, CLASSES)
-    probabilities = np.asarray(model(images(), training=False))
+    probabilities = numpy(model(images(), training=False))
     assert probabilities.shape == (2, CLASSES)
     assert np.isfinite(probabilities).all()
     np.testing.assert_allclose(probabilities.sum(axis=-1), 1.0, rtol=1e-5)
@@ -59,7 +60,7 @@ def check_config_round_trip(model: keras.Model, expected: np.ndarray) -> None:
     revived = model.__class__.from_config(copy.deepcopy(config))  # from_config consumes it
     assert revived.get_config() == config
     revived.set_weights(model.get_weights())
-    np.testing.assert_array_equal(np.asarray(revived(images(), training=False)), expected)
+    np.testing.assert_array_equal(numpy(revived(images(), training=False)), expected)
 
 
 def check_keras_file_round_trip(model: keras.Model, expected: np.ndarray, tmp_path) -> None:
@@ -68,8 +69,8 @@ def check_keras_file_round_trip(model: keras.Model, expected: np.ndarray, tmp_pa
     model.save(path)
     loaded = keras.saving.load_model(path, safe_mode=True)
     for saved, restored in zip(model.weights, loaded.weights, strict=True):
-        np.testing.assert_array_equal(np.asarray(saved), np.asarray(restored))
-    np.testing.assert_array_equal(np.asarray(loaded(images(), training=False)), expected)
+        np.testing.assert_array_equal(numpy(saved), numpy(restored))
+    np.testing.assert_array_equal(numpy(loaded(images(), training=False)), expected)
 
 
 def check_fit_step(model: keras.Model, run_eagerly: bool) -> None:
@@ -79,12 +80,12 @@ def check_fit_step(model: keras.Model, run_eagerly: bool) -> None:
         loss=keras.losses.CategoricalCrossentropy(),
         run_eagerly=run_eagerly,
     )
-    before = np.asarray(model.get_layer("predictions").kernel).copy()
+    before = numpy(model.get_layer("predictions").kernel).copy()
     labels = keras.utils.to_categorical([0, 1], CLASSES)
     history = model.fit(images(), labels, batch_size=2, epochs=1, verbose=0)
     assert np.isfinite(history.history["loss"][0])
-    assert not np.array_equal(np.asarray(model.get_layer("predictions").kernel), before)
-    assert all(np.isfinite(np.asarray(w)).all() for w in model.weights)
+    assert not np.array_equal(numpy(model.get_layer("predictions").kernel), before)
+    assert all(np.isfinite(numpy(w)).all() for w in model.weights)
 
 
 def check_mixed_precision(name: str) -> None:
@@ -99,7 +100,7 @@ def check_mixed_precision(name: str) -> None:
         assert all(w.dtype == "float32" for w in model.weights)
         probabilities = model(images(), training=False)
         assert keras.backend.standardize_dtype(probabilities.dtype) == "float32"
-        assert np.isfinite(np.asarray(probabilities)).all()
+        assert np.isfinite(numpy(probabilities)).all()
     finally:
         keras.config.set_dtype_policy(previous)
 
@@ -108,14 +109,14 @@ def check_poolings(name: str) -> None:
     """``include_top=False``: the final map (``pooling=None``), and its average and maximum."""
     kwargs = {"include_top": False, "input_shape": POOLING_SHAPE}
     features_model = build_small(name, **kwargs)
-    features = np.asarray(features_model(images(POOLING_SHAPE), training=False))
+    features = numpy(features_model(images(POOLING_SHAPE), training=False))
     assert features.shape[:3] == (2, 2, 2)
     assert features_model.output.shape[-1] == features.shape[-1]
     for pooling, reduce in (("avg", np.mean), ("max", np.max)):
         pooled_model = build_small(name, pooling=pooling, **kwargs)
         assert tuple(pooled_model.output.shape) == (None, features.shape[-1])
         pooled_model.set_weights(features_model.get_weights())
-        pooled = np.asarray(pooled_model(images(POOLING_SHAPE), training=False))
+        pooled = numpy(pooled_model(images(POOLING_SHAPE), training=False))
         np.testing.assert_allclose(pooled, reduce(features, axis=(1, 2)), rtol=1e-5, atol=1e-6)
 
 

@@ -1,0 +1,102 @@
+"""The layers and the zoo on JAX and PyTorch, from the TensorFlow test run.
+
+Keras picks its backend once per process, so the backend-neutral tests run again in a child
+pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
+(outputs and gradients, every implementation and option, mixed precision, inside ``predict``)
+and a zoo model trained, saved and exchanged as a ``.keras`` file with this TensorFlow process;
+under ``-m slow`` every layer test and every registered model. PyTorch is not in the test extra
+(its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
+The child cannot import TensorFlow at all, which proves the two packages need none.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYER_TESTS = "tests/layers/test_lambda_layer.py::"
+CORE = [
+    *(
+        LAYER_TESTS + name
+        for name in (
+            "test_matches_naive_reference_on_images",
+            "test_matches_naive_reference_on_sequences",
+            "test_position_bias_matches_reference",
+            "test_gradients_match_the_reference",
+            "test_compiled_predict_matches_reference",
+            "test_mixed_precision_is_finite_for_large_inputs",
+            "test_masked_positions_cannot_leak_non_finite_values",
+            "test_einsum_in_chunks_of_queries_matches_reference",
+        )
+    ),
+    "tests/layers/test_position_lambdas.py",
+    "tests/layers/test_lambda_conv.py::test_equals_lambda_layer_on_shared_weights",
+    "tests/zoo/test_every_backend.py",
+]
+EVERYTHING = ["tests/layers", "tests/zoo/test_every_backend.py"]
+
+
+# The child runs with TensorFlow unimportable: the layers, the zoo and these tests need none.
+WITHOUT_TENSORFLOW = """
+import sys
+sys.modules["tensorflow"] = None  # any import of it fails
+import pytest
+sys.exit(pytest.main(sys.argv[1:]))
+"""
+
+
+def run_child_pytest(backend: str, tests: list[str], exchange: Path, marks: str):
+    env = {
+        **os.environ,
+        "KERAS_BACKEND": backend,
+        "LAMBDA_KERAS_EXCHANGE": str(exchange),
+        "PYTHONPATH": str(ROOT),
+    }
+    env.pop("PYTEST_ADDOPTS", None)
+    command = [sys.executable, "-c", WITHOUT_TENSORFLOW, *tests, "-n", "0", "-q", "-m", marks]
+    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
+
+
+def save_exchange_model(folder: Path) -> None:
+    from tests.zoo.model_harness import images
+    from tests.zoo.test_every_backend import exchange_model
+
+    model = exchange_model()
+    x = images(batch=3, seed=4)
+    model.save(folder / "tensorflow.keras")
+    np.savez(folder / "tensorflow.npz", x=x, y=model.predict(x, verbose=0))
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize(
+    "backend,scope",
+    [
+        ("jax", "core"),
+        ("torch", "core"),
+        pytest.param("jax", "everything", marks=pytest.mark.slow),
+        pytest.param("torch", "everything", marks=pytest.mark.slow),
+    ],
+)
+def test_layers_and_zoo_on(backend, scope, tmp_path):
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    save_exchange_model(tmp_path)
+    tests, marks = (CORE, "not slow") if scope == "core" else (EVERYTHING, "slow or not slow")
+    result = run_child_pytest(backend, tests, tmp_path, marks)
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
+    # Every exchange test ran (not skipped) on the child's backend.
+    assert (tmp_path / f"{backend}.keras").exists(), summary
+    loaded = keras.saving.load_model(tmp_path / f"{backend}.keras")
+    data = np.load(tmp_path / f"{backend}.npz")
+    np.testing.assert_allclose(
+        loaded.predict(data["x"], verbose=0), data["y"], rtol=1e-4, atol=1e-5
+    )

@@ -1,0 +1,71 @@
+"""The zoo on the backend this process runs (``KERAS_BACKEND``): run by ``tests/test_backends.py``
+in a child pytest on JAX and PyTorch, which hands over a ``.keras`` file saved on TensorFlow and
+takes back one saved on the child's backend (``LAMBDA_KERAS_EXCHANGE``)."""
+
+import os
+from pathlib import Path
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from tests.backend import BACKEND, numpy
+from tests.zoo.model_harness import build_small, check_calls, images, run_model_harness
+
+EXCHANGE = os.environ.get("LAMBDA_KERAS_EXCHANGE")
+pytestmark = pytest.mark.skipif(
+    not EXCHANGE, reason="run on each backend by tests/test_backends.py"
+)
+
+
+def exchange_model() -> keras.Model:
+    """The model both sides save and load: a LambdaResNet-50 with every implementation."""
+    return zoo.LambdaResNet50(
+        width_multiplier=0.125, input_shape=(32, 32, 3), classes=10, weights=None
+    )
+
+
+def test_a_zoo_model_trains_and_predicts():
+    """The new user's first try (``fit`` failed on JAX: tf ops on tracers)."""
+    model = exchange_model()
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    x = images(batch=8)
+    labels = np.arange(8) % 10
+    history = model.fit(x, labels, batch_size=4, epochs=2, verbose=0)
+    losses = history.history["loss"]
+    assert np.isfinite(losses).all() and losses[1] < losses[0]
+    assert model.predict(x, verbose=0).shape == (8, 10)
+
+
+def test_keras_files_move_between_backends():
+    folder = Path(EXCHANGE)
+    data = np.load(folder / "tensorflow.npz")
+    loaded = keras.saving.load_model(folder / "tensorflow.keras")
+    np.testing.assert_allclose(
+        loaded.predict(data["x"], verbose=0), data["y"], rtol=1e-4, atol=1e-5
+    )
+    model = exchange_model()
+    x = images(batch=3, seed=5)
+    model.save(folder / f"{BACKEND}.keras")
+    np.savez(folder / f"{BACKEND}.npz", x=x, y=model.predict(x, verbose=0))
+
+
+def test_a_pyramid_backbone_gives_its_levels():
+    backbone = zoo.LambdaResNetBackbone(
+        50, input_shape=(64, 64, 3), width_multiplier=0.125, weights=None
+    )
+    outputs = backbone(images((64, 64, 3), batch=1), training=False)
+    shapes = {level: tuple(numpy(x).shape[1:3]) for level, x in outputs.items()}
+    assert shapes == {"P2": (16, 16), "P3": (8, 8), "P4": (4, 4), "P5": (2, 2)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", zoo.list_models())
+def test_every_registered_model(name, tmp_path):
+    if name.startswith(("resnet_rs", "lambda_resnet")) and any(
+        str(d) in name for d in (101, 152, 200, 270, 350, 420)
+    ):
+        check_calls(build_small(name))  # deep models: the blocks of depth 50, built and called
+    else:
+        run_model_harness(name, tmp_path, run_eagerly=False)
