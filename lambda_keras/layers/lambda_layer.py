@@ -27,10 +27,21 @@ QUERY_NORMALIZATIONS = ("none", "softmax")
 
 # `implementation="auto"`. The einsum computes position lambdas against every position of the map
 # (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
-# with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU
-# (benchmarks/bench_layers.py --sweep, 2 cores, batch 32, d=256, forward+backward) the einsum
-# was the faster one exactly when n <= 4 * window over 7x7...28x28 maps and 3x3...23x23 scopes.
-CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = 4
+# with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU the
+# einsum is the faster one while n <= ratio * window, the ratio depending on the backend:
+# - TensorFlow (oneDNN on, AVX-512; benchmarks/bench_layers.py --sweep, 2 cores, batch 32,
+#   d=256, forward+backward): exactly when n <= 4 * window over 7x7...28x28 maps and
+#   3x3...23x23 scopes.
+# - JAX (XLA on CPU, slow 3-D convolutions): 14x14x256, r=23, batch 32, forward+backward, einsum
+#   122 ms, conv 5,844 ms (depthwise 85 s); with the einsum's n^2 and the convolution's
+#   n * window costs the two meet near n = 17 * window: 16 is used.
+# - PyTorch 2.13 (CPU build): the same shape, einsum 282 ms, conv 558 ms, depthwise 797 ms; the
+#   cost model puts the meeting point near n = 0.7 * window, where it put TensorFlow's at
+#   1.2 * window against the 4 its sweep found: 2 is used.
+# (One run of each in a child process, profiling.measure_layer_call(..., backend=); TensorFlow
+# there: einsum 166 ms, conv 536 ms, depthwise 634 ms. JAX's and PyTorch's ratios come from one
+# shape each, not from a sweep.)
+CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {"tensorflow": 4, "jax": 16, "torch": 2}
 # On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
 ACCELERATOR_EINSUM_MAX_POSITIONS = 852
 # The einsum builds the dense embeddings of at most this many elements at a time (64 MiB in
@@ -445,10 +456,12 @@ class LambdaLayer(keras.layers.Layer):
         * on a GPU/TPU host, the paper's rule: ``"einsum"`` when the map holds at most 852
           positions and ``intra_depth == 1``, else ``"conv"``;
         * on a CPU-only host, ``"einsum"`` when the map holds at most
-          ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` (4) times as many positions as the scope
-          window (cropped to the map), else ``"conv"`` — the measured break-even.
+          ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW[backend]`` times as many positions as the
+          scope window (cropped to the map), else ``"conv"`` — the break-even measured on each
+          Keras backend (TensorFlow 4, JAX 16: XLA's 3-D convolutions on a CPU are slow;
+          PyTorch 2).
 
-        ``"depthwise"`` is never chosen: it was the slowest on both CPU measurements here.
+        ``"depthwise"`` is never chosen: it was the slowest in every CPU measurement here.
         """
         if self.implementation != "auto":
             return self.implementation
@@ -464,7 +477,8 @@ class LambdaLayer(keras.layers.Layer):
         window = int(
             np.prod([min(r, 2 * s - 1) for r, s in zip(scope, spatial_shape, strict=True)])
         )
-        return "einsum" if n <= CPU_EINSUM_MAX_POSITIONS_PER_WINDOW * window else "conv"
+        ratio = CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(keras.backend.backend(), 4)
+        return "einsum" if n <= ratio * window else "conv"
 
     @property
     def _accumulation_dtype(self) -> str:

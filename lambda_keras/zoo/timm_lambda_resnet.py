@@ -213,7 +213,7 @@ def eval_image(image, spec_or_name: TimmLambdaResNetSpec | str):
             "eval_image uses TensorFlow's image resize (the serving graph's preprocessing); "
             "install tensorflow-cpu (pip install 'lambda-keras[cpu]')."
         ) from error
-    return np.asarray(preprocessing.eval_image(image, spec.image_size, spec.crop_fraction))
+    return np.array(preprocessing.eval_image(image, spec.image_size, spec.crop_fraction))
 
 
 def timm_lambda_resnet_body(

@@ -445,6 +445,7 @@ def test_compiled_predict_matches_reference(impl):
 
 def test_auto_implementation_rule(monkeypatch):
     monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: False)
+    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
     seven = LambdaLayer(16, scope_size=7)
     assert seven.resolve_implementation((14, 14)) == "einsum"  # 196 <= 4 * 49
     assert seven.resolve_implementation((20, 20)) == "conv"  # 400 > 4 * 49
@@ -456,6 +457,9 @@ def test_auto_implementation_rule(monkeypatch):
     masked = LambdaLayer(16, scope_size=7, context_mask=np.ones((1024, 1024), bool))
     assert masked.resolve_implementation((32, 32)) == "einsum"
     assert LambdaLayer(16, implementation="depthwise").resolve_implementation((7, 7)) == "depthwise"
+    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")  # XLA's slow CPU convolutions
+    assert seven.resolve_implementation((20, 20)) == "einsum"  # 400 <= 16 * 49
+    assert seven.resolve_implementation((29, 29)) == "conv"  # 841 > 16 * 49
     monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: True)
     assert seven.resolve_implementation((28, 28)) == "einsum"  # 784 <= 852, the paper's rule
     assert seven.resolve_implementation((30, 30)) == "conv"
