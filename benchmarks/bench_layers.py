@@ -12,6 +12,11 @@ side by side. Then the peak memory of a global lambda layer at 64x64 next to
     python benchmarks/bench_layers.py                 # everything (several minutes)
     python benchmarks/bench_layers.py --quick         # batch 8, fewer repeats
     python benchmarks/bench_layers.py --sweep         # einsum vs conv over map/scope sizes
+    python benchmarks/bench_layers.py --sweep --backend=jax   # the same on JAX (or torch)
+
+With ``--backend`` the sweep runs each cell in a fresh process on that Keras backend
+(:func:`lambda_keras.profiling.measure_layer_call`: compiled once, then one timed run) — how
+``implementation="auto"``'s per-backend ratios were checked.
 
 timm is optional (``pip install torch==2.14.1 torchvision==0.29.1 timm``).
 """
@@ -188,8 +193,23 @@ def memory_table(side: int, batch: int, channels: int):
     print(f"\nLambdaLayer / MultiHeadAttention at batch {batch}: 1/{mha_full / lam:.0f}")
 
 
-def sweep(batch: int, repeats: int):
-    print(f"\n## einsum vs conv vs depthwise, fwd+bwd ms, batch {batch}, d=256")
+def sweep_cell_ms(x: np.ndarray, scope: int, impl: str, repeats: int, backend: str | None):
+    """fwd+bwd ms of one sweep cell: in this process (TensorFlow, median of ``repeats``) or,
+    with ``backend``, one run in a fresh process on that Keras backend."""
+    layer = LambdaLayer(256, scope_size=scope, implementation=impl)
+    if backend is None:
+        layer.build(x.shape)
+        return median_ms(keras_steps(layer, x)[1], repeats)
+    config = keras.saving.serialize_keras_object(layer)
+    measured = measure_layer_call(
+        config, x.shape, training=True, backward=True, backend=backend, timeout=1800
+    )
+    return measured.seconds * 1e3
+
+
+def sweep(batch: int, repeats: int, backend: str | None = None):
+    where = "TensorFlow in process" if backend is None else f"{backend}, one run per process"
+    print(f"\n## einsum vs conv vs depthwise, fwd+bwd ms, batch {batch}, d=256 ({where})")
     print("| map | n | scope | window | einsum | conv | depthwise | fastest |")
     print("|---|---|---|---|---|---|---|---|")
     rng = np.random.default_rng(0)
@@ -198,9 +218,7 @@ def sweep(batch: int, repeats: int):
         for scope in (3, 7, 15, 23):
             times = {}
             for impl in ("einsum", "conv", "depthwise"):
-                layer = LambdaLayer(256, scope_size=scope, implementation=impl)
-                layer.build(x.shape)
-                times[impl] = median_ms(keras_steps(layer, x)[1], repeats)
+                times[impl] = sweep_cell_ms(x, scope, impl, repeats, backend)
             window = min(scope, 2 * side - 1) ** 2
             best = min(times, key=times.get)
             print(
@@ -223,13 +241,20 @@ def main(argv=None):
     parser.add_argument(
         "--skip-memory", action="store_true", help="time only: no memory column, no 64x64 table"
     )
+    parser.add_argument(
+        "--backend",
+        choices=("tensorflow", "jax", "torch"),
+        help="--sweep only: measure on this Keras backend, each cell in a fresh process",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.repeats = 8, 3
     timm = "not installed" if TimmLambdaLayer is None else f"timm with torch {torch.__version__}"
     print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs; {timm}")
+    if args.backend and not args.sweep:
+        parser.error("--backend applies to --sweep only")
     if args.sweep:
-        sweep(args.batch, args.repeats)
+        sweep(args.batch, args.repeats, args.backend)
         return
     layer_table(args.batch, args.repeats, not args.no_timm, not args.skip_memory)
     if not args.skip_memory:

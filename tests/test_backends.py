@@ -4,7 +4,8 @@ Keras picks its backend once per process, so the backend-neutral tests run again
 pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
 (outputs and gradients, every implementation and option, mixed precision, inside ``predict``)
 and a zoo model trained, saved and exchanged as a ``.keras`` file with this TensorFlow process;
-under ``-m slow`` every layer test and every registered model. PyTorch is not in the test extra
+under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
+registry and the timm converter. PyTorch is not in the test extra
 (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
 The child cannot import TensorFlow at all, which proves the two packages need none.
 """
@@ -36,11 +37,15 @@ CORE = [
             "test_einsum_in_chunks_of_queries_matches_reference",
         )
     ),
-    "tests/layers/test_position_lambdas.py",
-    "tests/layers/test_lambda_conv.py::test_equals_lambda_layer_on_shared_weights",
     "tests/zoo/test_every_backend.py",
 ]
-EVERYTHING = ["tests/layers", "tests/zoo/test_every_backend.py"]
+EVERYTHING = [
+    "tests/layers",
+    "tests/zoo/test_every_backend.py",
+    "tests/zoo/test_convert_timm.py",
+    "tests/zoo/test_weights.py",
+    "tests/zoo/test_pyramid_backbone.py",
+]
 
 
 # The child runs with TensorFlow unimportable: the layers, the zoo and these tests need none.

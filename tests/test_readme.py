@@ -46,6 +46,7 @@ def test_python_samples_run(tmp_path, monkeypatch, capsys):
         weights_lib.unregister_weights("mobilenet_v2_digits")
     printed = capsys.readouterr().out
     assert "(2, 14, 14, 128)" in printed and "(4, 100, 64)" in printed
+    assert "(2, 10)" in printed  # the backends sample
     assert (
         "(None, 2048)" in printed
         and "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']" in printed

@@ -6,6 +6,11 @@
 * :mod:`lambda_keras.detection.targets`: training targets with static shapes.
 """
 
+# ruff: noqa: E402  (the backend is checked before the TensorFlow modules are imported)
+from lambda_keras._tensorflow_only import check_backend
+
+check_backend("lambda_keras.detection")
+
 from lambda_keras.detection import ops, targets
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead

@@ -146,8 +146,8 @@ class LambdaConv2D(_LambdaConv):
         strides: 1, or 2 for a 3x3 average pool of stride 2 after the layer (App. F.2).
         padding: ``"same"`` only (the scope is cropped at the borders).
         key_dim, num_heads, intra_depth: ``|k|``, ``|h|``, ``|u|`` (defaults 16, 4, 1).
-        implementation: ``"conv3d"`` (``tf.nn.conv3d``, the layer's ``"conv"``),
-            ``"depthwise"`` (``tf.nn.depthwise_conv2d``), ``"einsum"`` or ``"auto"``; all
+        implementation: ``"conv3d"`` (a 3-D ``keras.ops.conv``, the layer's ``"conv"``),
+            ``"depthwise"`` (``keras.ops.depthwise_conv``), ``"einsum"`` or ``"auto"``; all
             give the same outputs.
         use_bias: Bias on the query/key/value projections (default False, as in the paper).
         kernel_regularizer: Regularizer of the projection kernel.
@@ -163,7 +163,7 @@ class LambdaConv1D(_LambdaConv):
 
     Input ``[batch, length, channels]``; output ``[batch, ceil(length / strides), filters]``.
     The arguments are :class:`LambdaConv2D`'s (``kernel_size`` an odd int; ``"conv3d"``
-    computes the sequence case with ``tf.nn.conv2d``).
+    computes the sequence case with a 2-D ``keras.ops.conv``).
     """
 
     rank = 1

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache, lru_cache
+from functools import cache
 
 import keras
 import numpy as np
 from keras import ops
 
+from lambda_keras import _devices
 from lambda_keras import _validation as v
 from lambda_keras._graph_checks import after_checks, assert_when_run, is_dynamic
 from lambda_keras.layers.batch_normalization import BatchNormalization
@@ -38,10 +39,18 @@ QUERY_NORMALIZATIONS = ("none", "softmax")
 # - PyTorch 2.13 (CPU build): the same shape, einsum 282 ms, conv 558 ms, depthwise 797 ms; the
 #   cost model puts the meeting point near n = 0.7 * window, where it put TensorFlow's at
 #   1.2 * window against the 4 its sweep found: 2 is used.
+# - TensorFlow without oneDNN (AVX2-only CPUs, TF_ENABLE_ONEDNN_OPTS=0): einsum 106 ms, conv
+#   2,157 ms, depthwise 5,064 ms on that shape (oneDNN turned off here; on an AVX2-only AMD EPYC
+#   machine: 316 / 5,105 / 8,694 ms); the cost model's meeting point is 6-8 * window: 16 is used.
 # (One run of each in a child process, profiling.measure_layer_call(..., backend=); TensorFlow
-# there: einsum 166 ms, conv 536 ms, depthwise 634 ms. JAX's and PyTorch's ratios come from one
-# shape each, not from a sweep.)
-CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {"tensorflow": 4, "jax": 16, "torch": 2}
+# there: einsum 166 ms, conv 536 ms, depthwise 634 ms. The ratios other than TensorFlow's with
+# oneDNN come from one shape each, not from a sweep.)
+CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {
+    "tensorflow": 4,
+    "tensorflow_without_onednn": 16,
+    "jax": 16,
+    "torch": 2,
+}
 # On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
 ACCELERATOR_EINSUM_MAX_POSITIONS = 852
 # The einsum builds the dense embeddings of at most this many elements at a time (64 MiB in
@@ -458,8 +467,8 @@ class LambdaLayer(keras.layers.Layer):
         * on a CPU-only host, ``"einsum"`` when the map holds at most
           ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW[backend]`` times as many positions as the
           scope window (cropped to the map), else ``"conv"`` — the break-even measured on each
-          Keras backend (TensorFlow 4, JAX 16: XLA's 3-D convolutions on a CPU are slow;
-          PyTorch 2).
+          Keras backend and CPU (TensorFlow with oneDNN 4; without, as on AVX2-only CPUs,
+          16; JAX 16: XLA's 3-D convolutions on a CPU are slow; PyTorch 2).
 
         ``"depthwise"`` is never chosen: it was the slowest in every CPU measurement here.
         """
@@ -470,14 +479,14 @@ class LambdaLayer(keras.layers.Layer):
         n = _num_positions(spatial_shape)
         if n is None:
             return "conv"
-        if _has_accelerator():
+        if _devices.has_accelerator():
             ok = n <= ACCELERATOR_EINSUM_MAX_POSITIONS and self.intra_depth == 1
             return "einsum" if ok else "conv"
         scope = v.odd_window("scope_size", self.scope_size, len(spatial_shape))
         window = int(
             np.prod([min(r, 2 * s - 1) for r, s in zip(scope, spatial_shape, strict=True)])
         )
-        ratio = CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(keras.backend.backend(), 4)
+        ratio = CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(_devices.cpu_kind(), 4)
         return "einsum" if n <= ratio * window else "conv"
 
     @property
@@ -716,7 +725,7 @@ def _softmax(x, axis: int):
 
 
 def _l2_normalize(x, axis: int):
-    """``x / max(||x||, 1e-6)`` along ``axis`` (``tf.math.l2_normalize``'s rule)."""
+    """``x / max(||x||, 1e-6)`` along ``axis`` (TensorFlow's ``l2_normalize`` rule)."""
     squares = ops.sum(ops.square(x), axis=axis, keepdims=True)
     return x * ops.rsqrt(ops.maximum(squares, 1e-12))
 
@@ -774,13 +783,3 @@ def _causal_window_mask(window: tuple[int, ...]) -> np.ndarray:
         dy, dx = offsets[..., 0], offsets[..., 1]
         keep = (dy < 0) | ((dy == 0) & (dx <= 0))
     return keep.astype("float32")[..., None, None, None]
-
-
-@lru_cache(maxsize=1)
-def _has_accelerator() -> bool:
-    """Whether Keras' backend computes on a GPU or TPU."""
-    if keras.backend.backend() == "torch":  # keras.distribution has no PyTorch devices
-        import torch
-
-        return torch.cuda.is_available()
-    return not keras.distribution.list_devices()[0].startswith("cpu")

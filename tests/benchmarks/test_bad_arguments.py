@@ -25,6 +25,7 @@ CASES = [
     ("bench_detection", "--repeats=1.5", "--repeats", "'1.5'"),
     ("bench_layers", "--batch=0", "--batch", "positive integer"),
     ("bench_layers", "--repeats=-3", "--repeats", "positive integer"),
+    ("bench_layers", "--backend=mxnet", "--backend", "invalid choice: 'mxnet'"),
     ("bench_train", "--steps=0", "--steps", "positive integer"),
     ("bench_train", "--batch=x", "--batch", "'x'"),
     ("bench_main_job", "--epochs=0", "--epochs", "positive integer"),

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 
+from lambda_keras import _devices
 from lambda_keras.layers import LambdaLayer, RelativePositionEmbedding
 from lambda_keras.layers import lambda_layer as lambda_layer_module
 from tests.backend import gradients, numpy
@@ -444,8 +445,8 @@ def test_compiled_predict_matches_reference(impl):
 
 
 def test_auto_implementation_rule(monkeypatch):
-    monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: False)
-    monkeypatch.setattr(keras.backend, "backend", lambda: "tensorflow")
+    monkeypatch.setattr(_devices, "has_accelerator", lambda: False)
+    monkeypatch.setattr(_devices, "cpu_kind", lambda: "tensorflow")
     seven = LambdaLayer(16, scope_size=7)
     assert seven.resolve_implementation((14, 14)) == "einsum"  # 196 <= 4 * 49
     assert seven.resolve_implementation((20, 20)) == "conv"  # 400 > 4 * 49
@@ -457,10 +458,14 @@ def test_auto_implementation_rule(monkeypatch):
     masked = LambdaLayer(16, scope_size=7, context_mask=np.ones((1024, 1024), bool))
     assert masked.resolve_implementation((32, 32)) == "einsum"
     assert LambdaLayer(16, implementation="depthwise").resolve_implementation((7, 7)) == "depthwise"
-    monkeypatch.setattr(keras.backend, "backend", lambda: "jax")  # XLA's slow CPU convolutions
-    assert seven.resolve_implementation((20, 20)) == "einsum"  # 400 <= 16 * 49
-    assert seven.resolve_implementation((29, 29)) == "conv"  # 841 > 16 * 49
-    monkeypatch.setattr(lambda_layer_module, "_has_accelerator", lambda: True)
+    for slow_convolutions in ("jax", "tensorflow_without_onednn"):
+        monkeypatch.setattr(_devices, "cpu_kind", lambda kind=slow_convolutions: kind)
+        assert seven.resolve_implementation((20, 20)) == "einsum"  # 400 <= 16 * 49
+        assert seven.resolve_implementation((29, 29)) == "conv"  # 841 > 16 * 49
+    monkeypatch.setattr(_devices, "cpu_kind", lambda: "torch")
+    assert seven.resolve_implementation((9, 9)) == "einsum"  # 81 <= 2 * 49
+    assert seven.resolve_implementation((10, 10)) == "conv"  # 100 > 2 * 49
+    monkeypatch.setattr(_devices, "has_accelerator", lambda: True)
     assert seven.resolve_implementation((28, 28)) == "einsum"  # 784 <= 852, the paper's rule
     assert seven.resolve_implementation((30, 30)) == "conv"
     assert LambdaLayer(16, intra_depth=4).resolve_implementation((14, 14)) == "conv"

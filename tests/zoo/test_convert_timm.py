@@ -21,6 +21,7 @@ import pytest
 from lambda_keras import zoo
 from lambda_keras.zoo import convert_timm, timm_checkpoint
 from lambda_keras.zoo import weights as weights_lib
+from tests.backend import numpy
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
@@ -272,6 +273,6 @@ def test_resnet_rs_backbone_starts_from_a_converted_timm_checkpoint(tmp_path):
     x = np.random.default_rng(0).uniform(0, 1, (1, 64, 64, 3)).astype("float32")
     for level, layer in (("P3", "c3_block4_out"), ("P5", "features")):
         stage = keras.Model(classifier.input, classifier.get_layer(layer).output)
-        expected = stage(x, training=False).numpy()
-        got = backbone(x)[level].numpy()
+        expected = numpy(stage(x, training=False))
+        got = numpy(backbone(x)[level])
         np.testing.assert_allclose(got, expected, atol=1e-4 * max(1.0, np.abs(expected).max()))

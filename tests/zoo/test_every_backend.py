@@ -51,6 +51,7 @@ def test_keras_files_move_between_backends():
     np.savez(folder / f"{BACKEND}.npz", x=x, y=model.predict(x, verbose=0))
 
 
+@pytest.mark.slow
 def test_a_pyramid_backbone_gives_its_levels():
     backbone = zoo.LambdaResNetBackbone(
         50, input_shape=(64, 64, 3), width_multiplier=0.125, weights=None
@@ -58,6 +59,16 @@ def test_a_pyramid_backbone_gives_its_levels():
     outputs = backbone(images((64, 64, 3), batch=1), training=False)
     shapes = {level: tuple(numpy(x).shape[1:3]) for level, x in outputs.items()}
     assert shapes == {"P2": (16, 16), "P3": (8, 8), "P4": (4, 4), "P5": (2, 2)}
+
+
+@pytest.mark.parametrize("package", ["training", "detection"])
+def test_tensorflow_only_packages_name_the_backend_they_need(package):
+    import importlib
+
+    if BACKEND == "tensorflow":
+        pytest.skip("the TensorFlow backend imports them")
+    with pytest.raises(ImportError, match=f"needs Keras on the TensorFlow backend.*{BACKEND}"):
+        importlib.import_module(f"lambda_keras.{package}")
 
 
 @pytest.mark.slow

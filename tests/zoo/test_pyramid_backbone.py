@@ -10,6 +10,7 @@ import pytest
 from lambda_keras import zoo
 from lambda_keras.layers import LambdaLayer
 from lambda_keras.zoo import weights as weights_lib
+from tests.backend import numpy
 
 SMALL = {"width_multiplier": 0.25}
 
@@ -57,7 +58,7 @@ def test_saved_backbone_loads_with_its_pyramid(tmp_path):
     assert loaded.batch_norm == "frozen" and not loaded.c4
     got = loaded(x)
     for level in expected:
-        np.testing.assert_allclose(got[level].numpy(), expected[level].numpy(), atol=1e-6)
+        np.testing.assert_allclose(numpy(got[level]), numpy(expected[level]), atol=1e-6)
 
 
 def test_frozen_batch_norm_is_inference_mode():
@@ -71,7 +72,7 @@ def test_frozen_batch_norm_is_inference_mode():
     assert not any("gamma" in w.path or "beta" in w.path for w in model.trainable_weights)
     x = _images(64, 64)
     train, infer = model(x, training=True), model(x, training=False)
-    np.testing.assert_allclose(train["P5"].numpy(), infer["P5"].numpy(), atol=1e-6)
+    np.testing.assert_allclose(numpy(train["P5"]), numpy(infer["P5"]), atol=1e-6)
 
 
 def test_synchronized_batch_norm_reaches_the_lambda_layers():
@@ -85,7 +86,7 @@ def test_synchronized_batch_norm_reaches_the_lambda_layers():
     lambda_norms = [layer.query_norm for layer in model.layers if isinstance(layer, LambdaLayer)]
     assert lambda_norms and all(norm.synchronized for norm in lambda_norms)
     out = model(_images(64, 64, batch=2), training=True)  # runs outside a strategy too
-    assert np.isfinite(out["P5"].numpy()).all()
+    assert np.isfinite(numpy(out["P5"])).all()
 
 
 @pytest.fixture
@@ -118,9 +119,9 @@ def test_loads_the_classifier_weights_without_its_head(classifier_weights):
     assert backbone.input.shape == (None, None, None, 3)
     x = _images(64, 64, seed=3)
     expected = keras.Model(source.input, source.get_layer("c3_block4_out").output)(x)
-    np.testing.assert_allclose(backbone(x)["P3"].numpy(), expected.numpy(), atol=1e-5)
+    np.testing.assert_allclose(numpy(backbone(x)["P3"]), numpy(expected), atol=1e-5)
     expected = keras.Model(source.input, source.get_layer("features").output)(x)
-    np.testing.assert_allclose(backbone(x)["P5"].numpy(), expected.numpy(), atol=1e-4)
+    np.testing.assert_allclose(numpy(backbone(x)["P5"]), numpy(expected), atol=1e-4)
 
 
 @pytest.mark.parametrize(

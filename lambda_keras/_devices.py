@@ -1,0 +1,39 @@
+"""What the Keras backend computes on, for the lambda layer's ``implementation="auto"``: a GPU or
+TPU, and on a CPU under TensorFlow, whether TensorFlow's oneDNN kernels are on.
+
+TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16 or AMX (or when
+``TF_ENABLE_ONEDNN_OPTS=1``); without it its 3-D and depthwise convolutions on a CPU are 8-20x
+slower (README, Benchmarks). The TensorFlow question is asked only when TensorFlow is the
+backend, so it is already imported; the layers themselves import no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import keras
+
+__all__ = ["cpu_kind", "has_accelerator"]
+
+
+@cache
+def has_accelerator() -> bool:
+    """Whether Keras' backend computes on a GPU or TPU."""
+    if keras.backend.backend() == "torch":  # keras.distribution has no PyTorch devices
+        import torch
+
+        return torch.cuda.is_available()
+    return not keras.distribution.list_devices()[0].startswith("cpu")
+
+
+@cache
+def cpu_kind() -> str:
+    """The backend's name on a CPU, ``"tensorflow_without_onednn"`` for TensorFlow without
+    oneDNN (e.g. AVX2-only CPUs, or ``TF_ENABLE_ONEDNN_OPTS=0``)."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        from tensorflow.python.util import _pywrap_util_port
+
+        if not _pywrap_util_port.IsMklEnabled():
+            return "tensorflow_without_onednn"
+    return backend
