@@ -667,7 +667,8 @@ class LambdaLayer(keras.layers.Layer):
         grid = ops.reshape(values, [batch, *spatial, *values.shape[2:]])
         fn = conv_position_lambdas if impl == "conv" else depthwise_position_lambdas
         out = fn(kernel, grid)
-        return ops.reshape(out, [batch, -1, *out.shape[-3:]])
+        n = spatial[0] * spatial[1] if self._rank == 2 else spatial[0]
+        return ops.reshape(out, [batch, n, *out.shape[-3:]])  # no -1: the batch may be empty
 
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)

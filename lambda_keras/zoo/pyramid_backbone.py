@@ -62,6 +62,12 @@ class _PyramidBackbone(keras.Model):
         **kwargs,
     ):
         v.one_of("batch_norm", batch_norm, BATCH_NORM_MODES)
+        if batch_norm == "synchronized" and keras.backend.backend() == "torch":
+            raise ValueError(
+                "batch_norm='synchronized' needs Keras on TensorFlow or JAX (Keras' "
+                "BatchNormalization(synchronized=True) does not run on PyTorch); received it "
+                "with the torch backend. Use batch_norm='standard' or 'frozen'."
+            )
         input_shape = _check_input_shape(input_shape)
         classifier = build_family_model(
             SPECS[model_name],
