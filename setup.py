@@ -47,6 +47,7 @@ setup(
             "tensorflow-datasets>=4.9",
             "importlib_resources",
             "safetensors>=0.4",
+            "huggingface_hub>=0.23",
             "matplotlib>=3.7",
             "ipykernel>=6",
             "nbclient>=0.9",

@@ -92,6 +92,8 @@ class TimmLambdaResNetSpec:
             revision, or an upstream file that publishes it. A hash without a source is refused.
         top1: ImageNet-1k top-1 (%) at ``image_size`` as timm measured it.
         parameters: timm's parameter count.
+        revision: The Hub commit ``sha256`` was read at, which the download asks for
+            (required with a pinned ``sha256``).
     """
 
     name: str
@@ -107,6 +109,7 @@ class TimmLambdaResNetSpec:
     sha256_source: str | None
     top1: float
     parameters: int
+    revision: str | None = None  # the Hub commit a pinned sha256 was read at
 
     @property
     def weights_name(self) -> str:
@@ -183,6 +186,7 @@ for _spec in SPECS.values():
         hub_id=_spec.hub_id,
         sha256=_spec.sha256,
         sha256_source=_spec.sha256_source,
+        revision=_spec.revision,
         input_size=_spec.image_size,
         crop_fraction=_spec.crop_fraction,
     )

@@ -10,15 +10,17 @@ No official LambdaResNet weights exist; the registry is how weights trained with
 
 Files are fetched once with ``keras.utils.get_file`` into the Keras cache and verified against
 their SHA-256 before anything is loaded. A file in timm's format (``source_format="timm"``, a
-``model.safetensors``) is converted the first time
-and the Keras ``.weights.h5`` cached beside it
-(:mod:`lambda_keras.zoo.timm_checkpoint`; such files are registered with
-:func:`register_timm_weights`).
+``model.safetensors`` on the Hugging Face Hub, registered with :func:`register_timm_weights` at
+a pinned Hub revision) is fetched with ``huggingface_hub`` (the ``[timm]`` extra: its cache,
+resumed downloads, ETag check), checked against the same SHA-256, converted the first time
+(:mod:`lambda_keras.zoo.timm_checkpoint`) and the Keras ``.weights.h5`` cached under the Keras
+cache.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import os
 import tempfile
 import warnings
@@ -67,6 +69,9 @@ class WeightsSpec:
             ``("imagenet",)``: ``weights="imagenet"``.
         sha256_source: Where ``sha256`` comes from and can be checked (e.g. the Hub's LFS
             pointer at a named revision); required for the project's own timm registrations.
+        hub_repo: A Hugging Face Hub repository (``timm/<model>.<tag>``) to fetch
+            ``model.safetensors`` from with ``huggingface_hub`` instead of ``url``.
+        hub_revision: The Hub commit (40 hex digits) the file is pinned at.
     """
 
     name: str
@@ -80,6 +85,8 @@ class WeightsSpec:
     source_format: str = "keras"
     aliases: tuple[str, ...] = ()
     sha256_source: str | None = None
+    hub_repo: str | None = None
+    hub_revision: str | None = None
 
     def __post_init__(self):
         if self.source_format not in SOURCE_FORMATS:
@@ -123,26 +130,29 @@ def register_timm_weights(
     sha256_source: str | None,
     input_size: int,
     crop_fraction: float,
+    revision: str | None = None,
 ) -> WeightsSpec:
     """Register timm's ImageNet ``model.safetensors`` of ``hub_id`` (``timm/<model>.<tag>`` on
     the Hugging Face Hub) as ``weights="imagenet"`` of the zoo's ``architecture``, whose timm
     model class is ``family`` (``"byobnet"`` or ``"resnet"``); converted on first use.
 
-    A pinned ``sha256`` must say where it can be checked (``sha256_source``); without a hash
-    the weights are listed and never downloaded unchecked."""
+    A pinned ``sha256`` must say where it can be checked (``sha256_source``) and the Hub
+    ``revision`` (a commit) it belongs to, which the download asks for; without a hash the
+    weights are listed and never downloaded unchecked."""
     if sha256 is not None and not sha256_source:
         raise ValueError(
             f"The SHA-256 pinned for {hub_id!r} needs its source (`sha256_source`: the Hub's LFS "
             "pointer at a named revision, or an upstream file that publishes it); a hash that "
             "cannot be cited is left unpinned (sha256=None)."
         )
+    _check_revision(hub_id, sha256, revision)
     if family not in timm_checkpoint.FAMILIES:
         raise ValueError(
             f"`family` must be one of {timm_checkpoint.FAMILIES}; received {family!r}."
         )
     spec = WeightsSpec(
         name=hub_id.split("/", 1)[1],
-        url=f"{HUB}/{hub_id}/resolve/main/model.safetensors",
+        url=f"{HUB}/{hub_id}/resolve/{revision or 'main'}/model.safetensors",
         sha256=sha256,
         architecture=architecture,
         input_size=input_size,
@@ -150,10 +160,28 @@ def register_timm_weights(
         source_format="timm",
         aliases=("imagenet",),
         sha256_source=sha256_source,
+        hub_repo=hub_id,
+        hub_revision=revision,
     )
     register_weights(spec)
     _TIMM_FAMILIES[architecture] = family
     return spec
+
+
+def _check_revision(hub_id: str, sha256: str | None, revision: str | None) -> None:
+    """A pinned file is pinned at a Hub commit: the hash alone could name a file that ``main``
+    no longer serves."""
+    if sha256 is not None and revision is None:
+        raise ValueError(
+            f"The SHA-256 pinned for {hub_id!r} needs the Hub revision it was read at "
+            "(`revision`: a commit, 40 hex digits)."
+        )
+    if revision is not None and (
+        len(revision) != 40 or any(c not in "0123456789abcdef" for c in revision)
+    ):
+        raise ValueError(
+            f"`revision` must be a Hub commit (40 lowercase hex digits); received {revision!r}."
+        )
 
 
 def timm_family(architecture: str) -> str:
@@ -245,6 +273,8 @@ def fetch_weights(spec: WeightsSpec) -> str:
             (nothing is loaded).
     """
     require_pinned(spec)
+    if spec.hub_repo is not None:
+        return _fetch_from_hub(spec)
     suffix = ".safetensors" if spec.source_format == "timm" else ".weights.h5"
     filename = f"{spec.name}{suffix}"
     if CACHE_DIR is not None:
@@ -265,13 +295,52 @@ def fetch_weights(spec: WeightsSpec) -> str:
         ) from err
 
 
+def _fetch_from_hub(spec: WeightsSpec) -> str:
+    """``model.safetensors`` of ``spec.hub_repo`` at ``spec.hub_revision`` through
+    ``huggingface_hub``'s cache, checked against ``spec.sha256``."""
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError as err:
+        raise ImportError(
+            f"Downloading the weights {spec.name!r} from the Hugging Face Hub needs "
+            "huggingface_hub: pip install 'lambda-keras[timm]'."
+        ) from err
+    cache = None if CACHE_DIR is None else os.path.join(CACHE_DIR, "huggingface")
+    path = hf_hub_download(
+        repo_id=spec.hub_repo,
+        filename="model.safetensors",
+        revision=spec.hub_revision,
+        cache_dir=cache,
+    )
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != spec.sha256:
+        raise ValueError(
+            f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
+            f"{spec.sha256}, the file has {digest.hexdigest()}. Nothing was loaded."
+        )
+    return path
+
+
+def _keras_cache() -> str:
+    """The project's folder of the Keras cache (``CACHE_DIR`` or ``$KERAS_HOME``)."""
+    base = CACHE_DIR or os.environ.get("KERAS_HOME", os.path.join("~", ".keras"))
+    folder = os.path.join(os.path.expanduser(base), "lambda_keras")
+    os.makedirs(folder, exist_ok=True)
+    return folder
+
+
 def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
     """Fetch registered weights (converting a timm checkpoint once) and load them."""
     path = fetch_weights(spec)
     if spec.source_format == "keras":
         load_into(model, path, spec.architecture)
         return
-    converted = os.path.join(os.path.dirname(path), f"{spec.name}.weights.h5")
+    # Beside a file of the Keras cache; a Hub file lives in huggingface_hub's cache instead.
+    folder = _keras_cache() if spec.hub_repo is not None else os.path.dirname(path)
+    converted = os.path.join(folder, f"{spec.name}.weights.h5")
     if os.path.exists(converted):
         load_into(model, converted, spec.architecture)
         return

@@ -110,13 +110,71 @@ def test_a_pinned_hash_must_cite_its_source():
     with pytest.raises(ValueError, match="needs its source"):
         weights_lib.register_timm_weights(sha256="0" * 64, sha256_source=None, **arguments)
     assert "lambda_resnet26t.test_in1k" not in weights_lib.registered_weights()
+    with pytest.raises(ValueError, match="needs the Hub revision"):
+        weights_lib.register_timm_weights(sha256="0" * 64, sha256_source="LFS", **arguments)
+    with pytest.raises(ValueError, match="`revision` must be a Hub commit"):
+        weights_lib.register_timm_weights(
+            sha256="0" * 64, sha256_source="LFS", revision="main", **arguments
+        )
+    assert "lambda_resnet26t.test_in1k" not in weights_lib.registered_weights()
     spec = weights_lib.register_timm_weights(
-        sha256="0" * 64, sha256_source="the Hub's LFS pointer at revision 0000000", **arguments
+        sha256="0" * 64,
+        sha256_source="the Hub's LFS pointer at revision " + "a" * 40,
+        revision="a" * 40,
+        **arguments,
     )
     try:
         assert spec.sha256_source.startswith("the Hub's LFS pointer")
+        assert f"/resolve/{'a' * 40}/model.safetensors" in spec.url
     finally:
         weights_lib.unregister_weights(spec.name)
+
+
+def test_pinned_timm_weights_come_through_huggingface_hub_at_their_revision(monkeypatch, tmp_path):
+    import hashlib
+
+    import huggingface_hub
+
+    calls = []
+    payload = b"not really a checkpoint"
+
+    def fake_download(repo_id, filename, revision, cache_dir):
+        calls.append((repo_id, filename, revision, cache_dir))
+        path = tmp_path / "hub" / filename
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(payload)
+        return str(path)
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
+    pinned = dict(
+        architecture="lambda_resnet26t",
+        family="byobnet",
+        hub_id="timm/lambda_resnet26t.pinned_in1k",
+        sha256_source="a test",
+        revision="b" * 40,
+        input_size=256,
+        crop_fraction=0.94,
+    )
+    good = weights_lib.register_timm_weights(sha256=hashlib.sha256(payload).hexdigest(), **pinned)
+    try:
+        assert weights_lib.fetch_weights(good) == str(tmp_path / "hub" / "model.safetensors")
+        assert calls == [
+            (
+                "timm/lambda_resnet26t.pinned_in1k",
+                "model.safetensors",
+                "b" * 40,
+                str(tmp_path / "cache" / "huggingface"),
+            )
+        ]
+    finally:
+        weights_lib.unregister_weights(good.name)
+    bad = weights_lib.register_timm_weights(sha256="0" * 64, **pinned)
+    try:
+        with pytest.raises(ValueError, match="Checksum mismatch.*Nothing was loaded"):
+            weights_lib.fetch_weights(bad)
+    finally:
+        weights_lib.unregister_weights(bad.name)
 
 
 def test_unpinned_weights_are_never_downloaded(monkeypatch, tmp_path):
