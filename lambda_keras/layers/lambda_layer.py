@@ -513,8 +513,13 @@ class LambdaLayer(keras.layers.Layer):
         shape = ops.shape(x)
         batch, spatial = shape[0], list(shape[1:-1])
         n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
-        # Nothing runs on a map the layer does not cover: the check's error comes first.
-        x = after_checks(x, self._check_map(spatial, n))
+        # Nothing runs on a map the layer does not cover: the check's error comes first. In a
+        # TensorFlow graph everything computed from the sizes (embedding indices, masks) must
+        # wait for the check too, not only the input, or a shape error may win the race.
+        checks = self._check_map(spatial, n)
+        x = after_checks(x, checks)
+        spatial = [after_checks(s, checks) if is_dynamic(s) else s for s in spatial]
+        n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
         h, k, u, g, vd = (
             self.num_heads,
             self.key_dim,
