@@ -88,6 +88,12 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         flag_values=flag_values,
     )
     flags.DEFINE_integer(
+        "steps_per_epoch",
+        DEFAULTS.steps_per_epoch,
+        "Steps per epoch (the schedule follows); default one pass over the training split.",
+        flag_values=flag_values,
+    )
+    flags.DEFINE_integer(
         "warmup_epochs", None, "Override the recipe's warm-up epochs.", flag_values=flag_values
     )
     flags.DEFINE_float(

@@ -54,6 +54,7 @@ class TrainConfig:
     cutmix_alpha: float = 0.0
     batch_size: int = 64
     epochs: int | None = 30
+    steps_per_epoch: int | None = None  # None: one pass over the training split per epoch
     warmup_epochs: int | None = None
     learning_rate: float | None = None
     width_multiplier: float | None = 0.25
@@ -79,6 +80,10 @@ OPTION_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "epochs": (
         lambda x: x is None or (isinstance(x, int) and x >= 1),
         "a positive number of epochs (leave it unset for the recipe's)",
+    ),
+    "steps_per_epoch": (
+        lambda x: x is None or (isinstance(x, int) and x >= 1),
+        "an integer >= 1 (default: one pass over the training split)",
     ),
     "warmup_epochs": (
         lambda x: x is None or (isinstance(x, int) and x >= 0),
@@ -172,7 +177,9 @@ def train(config: TrainConfig) -> dict:
             f"({inputs.train.num_examples} images of --dataset={config.dataset!r}): every step "
             "would repeat images. Pass a batch size of at most the data set's size."
         )
-    steps_per_epoch = max(1, inputs.train.num_examples // config.batch_size)
+    steps_per_epoch = config.steps_per_epoch or max(
+        1, inputs.train.num_examples // config.batch_size
+    )
     loop = config.loop
     if loop == "auto":
         loop = "custom" if config.strategy == "multi_worker" else "fit"

@@ -38,6 +38,7 @@ def run(script: str, *flags: str, cwd) -> subprocess.CompletedProcess:
 TRAIN_FLAG_CASES = {
     "epochs_zero": ("--epochs=0", "--epochs must be a positive number of epochs"),
     "epochs_negative": ("--epochs=-1", "--epochs must be a positive number"),
+    "steps_per_epoch_zero": ("--steps_per_epoch=0", "--steps_per_epoch must be an integer >= 1"),
     "warmup_negative": ("--warmup_epochs=-2", "--warmup_epochs must be"),
     "learning_rate_negative": (
         "--learning_rate=-0.1",

@@ -18,7 +18,17 @@ from lambda_keras.training.custom_loop import fit_with_strategy_run
 from lambda_keras.training.trainer import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[2]
-TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, deterministic=True, verbose=0)
+# 16 steps of batch 64 (of 22 in an epoch; >10 so that the capped EMA and batch-norm decays are
+# not 0): the comparisons need steps, not epochs.
+STEPS = 16
+TINY = dict(
+    width_multiplier=0.125,
+    image_size=32,
+    batch_size=64,
+    steps_per_epoch=STEPS,
+    deterministic=True,
+    verbose=0,
+)
 
 
 def weights(model_or_path):
@@ -53,7 +63,7 @@ def test_custom_loop_gives_fits_weights(tmp_path, precision):
         for loop in ("fit", "custom")
     }
     by_fit, by_loop = runs["fit"], runs["custom"]
-    assert by_fit["steps"] == by_loop["steps"] == 1437 // 64
+    assert by_fit["steps"] == by_loop["steps"] == STEPS
     assert by_loop["top1"] == pytest.approx(by_fit["top1"], abs=1e-6)
     expected, got = weights(by_fit["model"]), weights(by_loop["model"])
     assert expected.keys() == got.keys()
@@ -114,16 +124,17 @@ def finish(procs, timeout=600):
 # float64 so that the comparison sees the algorithm, not float32 rounding: synchronised batch
 # norm sums in another order, and 22 steps of training amplify those differences (float32:
 # about 1e-4 after one step, far more after an epoch; float64: 1e-13 after three steps). One
-# epoch of 22 steps: the comparison needs steps, not epochs (the killed two-worker run, under
+# epoch of STEPS steps: the comparison needs steps, not epochs (the killed two-worker run, under
 # -m slow, crosses epochs).
 JOB = textwrap.dedent(
-    """
+    f"""
     import sys, keras
     keras.config.set_floatx("float64")
     from lambda_keras.training.trainer import TrainConfig, train
     train(TrainConfig(model_dir=sys.argv[1], loop=sys.argv[2], strategy=sys.argv[3],
                       epochs=1, width_multiplier=0.125, image_size=32, batch_size=64,
-                      deterministic=True, sync_batch_norm=True, verbose=2))
+                      steps_per_epoch={STEPS}, deterministic=True, sync_batch_norm=True,
+                      verbose=2))
     """
 )
 
