@@ -26,7 +26,7 @@ from lambda_keras.detection.trainer import (
     prepare_data,
     train,
 )
-from lambda_keras.training.distribute import STRATEGIES
+from lambda_keras.training.distribute import TENSORFLOW_STRATEGIES
 from lambda_keras.training.flag_checks import register_check
 from lambda_keras.zoo.resnet_family import DEPTHS
 
@@ -77,7 +77,11 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         "max_instances", DEFAULTS.max_instances, "Ground-truth objects per image.", flag_values=fv
     )
     flags.DEFINE_enum(
-        "strategy", DEFAULTS.strategy, list(STRATEGIES), "Distribution strategy.", flag_values=fv
+        "strategy",
+        DEFAULTS.strategy,
+        list(TENSORFLOW_STRATEGIES),
+        "Distribution strategy.",
+        flag_values=fv,
     )
     flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu.", flag_values=fv)
     flags.DEFINE_boolean(

@@ -35,6 +35,7 @@ __all__ = [
     "is_damaged_image",
     "load_source",
     "make_dataset",
+    "pad_batches",
     "randaugment_factor",
     "tfds_source",
 ]
@@ -367,6 +368,27 @@ def make_dataset(
             _batch_mixer(mixup_alpha, cutmix_alpha, seed), num_parallel_calls=AUTOTUNE
         )
     return dataset.prefetch(AUTOTUNE)
+
+
+def pad_batches(dataset: tf.data.Dataset, multiple: int) -> tf.data.Dataset:
+    """Batches ``(images, labels)`` padded to a multiple of ``multiple`` examples, with sample
+    weights ``[batch]`` that are 0 on the padding: ``(images, labels, weights)``.
+
+    ``keras.distribution.DataParallel`` splits every batch evenly over the devices, so the last,
+    smaller batch of an evaluation split must be padded; weighted metrics leave the padding out,
+    and every real image is scored. The padding repeats the batch's own examples (real inputs:
+    no NaN that a weight of 0 would not hide).
+    """
+    v.positive_int("multiple", multiple)
+
+    def pad(images, labels):
+        count = tf.shape(images)[0]
+        extra = (multiple - count % multiple) % multiple
+        weights = tf.concat([tf.ones([count]), tf.zeros([extra])], axis=0)
+        index = tf.range(count + extra) % count
+        return tf.gather(images, index), tf.gather(labels, index), weights
+
+    return dataset.map(pad, num_parallel_calls=AUTOTUNE)
 
 
 def _seeded_examples(dataset, num_examples: int, shuffle_buffer: int, seed: int, repeat: bool):

@@ -1,16 +1,125 @@
-"""Pick a ``tf.distribute`` strategy by name, with errors that name the flag to fix; which
-process of a run writes its files."""
+"""Where a run's steps execute: a ``tf.distribute`` strategy on TensorFlow, a
+``keras.distribution`` on JAX (:mod:`.data_parallel`), picked by name with errors that name the
+flag to fix; which process of a run writes its files."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import os
 
+import keras
 import tensorflow as tf
 
-__all__ = ["STRATEGIES", "is_chief", "make_strategy"]
+from lambda_keras.training import data_parallel
 
-STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
+__all__ = [
+    "STRATEGIES",
+    "TENSORFLOW_STRATEGIES",
+    "Placement",
+    "check_strategy",
+    "is_chief",
+    "make_placement",
+    "make_strategy",
+]
+
+TENSORFLOW_STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
+STRATEGIES = (*TENSORFLOW_STRATEGIES, "data_parallel")
+# What each backend runs, and what to ask for instead of a strategy of the other one.
+_BACKEND_STRATEGIES = {
+    "tensorflow": TENSORFLOW_STRATEGIES,
+    "jax": data_parallel.JAX_STRATEGIES,
+}
+_INSTEAD = {
+    "jax": "on JAX, --strategy=data_parallel (or auto) spreads the batch over every local "
+    "device, TPU cores included, and --coordinator_address/--num_processes/--process_id join "
+    "several hosts",
+    "tensorflow": "on TensorFlow, --strategy=mirrored spreads the batch over local devices",
+}
+
+
+def check_strategy(strategy: str, backend: str) -> None:
+    """Raise ``ValueError`` when Keras' ``backend`` cannot run ``strategy``."""
+    if backend not in _BACKEND_STRATEGIES:
+        raise ValueError(
+            f"Training runs with Keras on {' or '.join(_BACKEND_STRATEGIES)}; this process runs "
+            f"Keras on {backend!r} (set --backend or KERAS_BACKEND)."
+        )
+    if strategy not in STRATEGIES:
+        raise ValueError(
+            f"--strategy must be one of {', '.join(STRATEGIES)}; received {strategy!r}."
+        )
+    if strategy not in _BACKEND_STRATEGIES[backend]:
+        other = "tensorflow" if backend == "jax" else "jax"
+        raise ValueError(
+            f"--strategy={strategy} needs --backend={other}; this run is on {backend}: "
+            f"{_INSTEAD[backend]}."
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where a run's steps execute, and whether this process writes the run's files.
+
+    ``strategy`` on TensorFlow (its scope holds the variables), ``distribution`` on JAX (its
+    scope must hold the variables and every step); the other is None.
+    """
+
+    description: str
+    replicas: int
+    chief: bool
+    strategy: tf.distribute.Strategy | None = None
+    distribution: keras.distribution.Distribution | None = None
+
+    def variable_scope(self):
+        """The scope to build the model and optimizer in."""
+        return self.strategy.scope() if self.strategy is not None else self.run_scope()
+
+    def run_scope(self):
+        """The scope to build, train and evaluate in (JAX); nothing on TensorFlow."""
+        if self.distribution is None:
+            return contextlib.nullcontext()
+        return self.distribution.scope()
+
+
+def make_placement(
+    strategy: str = "auto",
+    tpu: str | None = None,
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+) -> Placement:
+    """The strategy (TensorFlow) or distribution (JAX) of a run; call before any other op.
+
+    The multi-host arguments are JAX's (:func:`.data_parallel.initialize_hosts`); TensorFlow's
+    multi-worker runs read ``TF_CONFIG``.
+    """
+    backend = keras.backend.backend()
+    check_strategy(strategy, backend)
+    if backend == "jax":
+        data_parallel.initialize_hosts(coordinator_address, num_processes, process_id)
+        distribution = data_parallel.make_distribution(strategy)
+        replicas = 1 if distribution is None else distribution.device_mesh.devices.size
+        return Placement(
+            description=data_parallel.describe(distribution),
+            replicas=replicas,
+            chief=data_parallel.process_index() == 0,
+            distribution=distribution,
+        )
+    if coordinator_address is not None:
+        raise ValueError(
+            "--coordinator_address/--num_processes/--process_id join hosts on JAX; on "
+            "TensorFlow --strategy=multi_worker reads the cluster from TF_CONFIG."
+        )
+    made = make_strategy(strategy, tpu)
+    return Placement(
+        description=f"distribution: {type(made).__name__} over "
+        f"{made.num_replicas_in_sync} replica(s)",
+        replicas=made.num_replicas_in_sync,
+        chief=is_chief(made),
+        strategy=made,
+    )
 
 
 def make_strategy(strategy: str = "auto", tpu: str | None = None) -> tf.distribute.Strategy:
@@ -26,9 +135,10 @@ def make_strategy(strategy: str = "auto", tpu: str | None = None) -> tf.distribu
     Raises:
         ValueError: unknown strategy, no TPU reachable, no ``TF_CONFIG`` for multi-worker.
     """
-    if strategy not in STRATEGIES:
+    if strategy not in TENSORFLOW_STRATEGIES:
         raise ValueError(
-            f"--strategy must be one of {', '.join(STRATEGIES)}; received {strategy!r}."
+            f"--strategy must be one of {', '.join(TENSORFLOW_STRATEGIES)} on TensorFlow; "
+            f"received {strategy!r}."
         )
     if strategy == "auto":
         if tpu:

@@ -7,11 +7,16 @@ client sends raw pixels or files. Signatures:
 * ``serve_bytes``: ``image_bytes`` string ``[batch]`` (JPEG, PNG, BMP or GIF files).
 
 Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batch]``.
+
+The serving graph is TensorFlow's: a model trained with Keras on JAX is exported from its
+``.keras`` file by a TensorFlow-backend process (:func:`export_keras_file`).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import keras
 import tensorflow as tf
@@ -19,7 +24,7 @@ import tensorflow as tf
 from lambda_keras import _validation as v
 from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
 
-__all__ = ["export_for_serving"]
+__all__ = ["export_for_serving", "export_keras_file"]
 
 
 def export_for_serving(
@@ -60,3 +65,35 @@ def export_for_serving(
     archive.add_endpoint("serving_default", serve_images, input_signature=[images_spec])
     archive.write_out(path, verbose=False)
     return path
+
+
+def export_keras_file(
+    keras_path: str, path: str, image_size: int, crop_fraction: float = 0.875
+) -> str:
+    """:func:`export_for_serving` of the model in the ``.keras`` file ``keras_path``, from any
+    Keras backend: in this process on TensorFlow, else in a child process running Keras on
+    TensorFlow (the file is backend-neutral). Returns ``path``.
+
+    Raises:
+        RuntimeError: the child process failed; its error output is in the message.
+    """
+    v.positive_int("image_size", image_size)
+    check_crop_fraction(crop_fraction)
+    if keras.backend.backend() == "tensorflow":
+        model = keras.saving.load_model(keras_path)
+        return export_for_serving(model, path, image_size, crop_fraction)
+    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
+    command = [sys.executable, "-m", __name__, str(keras_path), str(path), str(image_size)]
+    done = subprocess.run(command + [str(crop_fraction)], capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(
+            f"Exporting {keras_path} on the TensorFlow backend failed:\n{done.stderr[-3000:]}"
+        )
+    return path
+
+
+if __name__ == "__main__":  # export_keras_file's child: KERAS_PATH EXPORT_DIR SIZE CROP
+    import lambda_keras  # noqa: F401  (registers the layers)
+
+    keras_path, export_dir, size, crop = sys.argv[1:]
+    export_for_serving(keras.saving.load_model(keras_path), export_dir, int(size), float(crop))

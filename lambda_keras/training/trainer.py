@@ -1,6 +1,8 @@
 """One training run: data, model, recipe, strategy, fault-tolerant ``fit``, evaluation, export.
 
 ``training/train.py`` maps its absl flags onto :class:`TrainConfig` and calls :func:`train`.
+Keras runs on TensorFlow (``tf.distribute`` strategies) or on JAX (``keras.distribution``, the
+TPU path); the input pipeline is ``tf.data`` on both.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.training import data, recipes, resume
-from lambda_keras.training.custom_loop import fit_with_strategy_run
-from lambda_keras.training.distribute import is_chief, make_strategy
+from lambda_keras.training.custom_loop import fit_with_strategy_run, is_chief
+from lambda_keras.training.distribute import Placement, check_strategy, make_placement
 from lambda_keras.training.evaluation import top_k_accuracy
-from lambda_keras.training.serving import export_for_serving
+from lambda_keras.training.serving import export_for_serving, export_keras_file
 
 __all__ = ["TrainConfig", "build_model", "train"]
 
@@ -32,7 +34,19 @@ LOOPS = ("auto", "fit", "custom")
 # Options a resumed run may change: where things are, what is printed or exported, how the
 # work is spread (the global batch stays the same).
 RESUMABLE_CHANGES = frozenset(
-    {"model_dir", "verbose", "export", "strategy", "tpu", "data_dir", "manual_dir", "deterministic"}
+    {
+        "model_dir",
+        "verbose",
+        "export",
+        "strategy",
+        "tpu",
+        "coordinator_address",
+        "num_processes",
+        "process_id",
+        "data_dir",
+        "manual_dir",
+        "deterministic",
+    }
 )
 
 
@@ -60,6 +74,10 @@ class TrainConfig:
     width_multiplier: float | None = 0.25
     strategy: str = "auto"
     tpu: str | None = None
+    # JAX multi-host runs (keras.distribution.initialize); all three or none.
+    coordinator_address: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
     loop: str = "auto"  # "fit", "custom" (strategy.run); auto: custom for multi_worker only
     sync_batch_norm: bool = False
     deterministic: bool = False
@@ -100,6 +118,14 @@ OPTION_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
         "a finite number > 0 (1.0: the paper's widths)",
     ),
     "seed": (lambda x: isinstance(x, int) and x >= 0, "an integer >= 0"),
+    "num_processes": (
+        lambda x: x is None or (isinstance(x, int) and x >= 1),
+        "an integer >= 1 (the hosts of a multi-host JAX run)",
+    ),
+    "process_id": (
+        lambda x: x is None or (isinstance(x, int) and x >= 0),
+        "an integer >= 0 (this host's index in a multi-host JAX run)",
+    ),
 }
 
 
@@ -120,6 +146,14 @@ def _check(config: TrainConfig):
     zoo.model_builder(config.model)  # unknown names fail here, with suggestions
     if config.loop not in LOOPS:
         raise ValueError(f"--loop must be one of {', '.join(LOOPS)}; received {config.loop!r}.")
+    backend = keras.backend.backend()
+    check_strategy(config.strategy, backend)
+    if backend != "tensorflow" and config.loop == "custom":
+        raise ValueError(
+            f"--loop=custom is a tf.distribute (strategy.run) loop and needs Keras on "
+            f"TensorFlow; this run is on {backend}, where model.fit runs under "
+            "keras.distribution (--loop=fit or auto)."
+        )
     if config.strategy == "multi_worker" and config.loop == "fit":
         raise ValueError(
             "--strategy=multi_worker with --loop=fit: Keras 3's model.fit fails under "
@@ -165,7 +199,23 @@ def train(config: TrainConfig) -> dict:
         ``keras`` and ``saved_model``.
     """
     _check(config)
-    strategy = make_strategy(config.strategy, config.tpu)  # multi-worker: before other ops
+    placement = make_placement(  # multi-worker and multi-host: before any other op
+        config.strategy,
+        config.tpu,
+        config.coordinator_address,
+        config.num_processes,
+        config.process_id,
+    )
+    if config.batch_size % placement.replicas:
+        raise ValueError(
+            f"--batch_size={config.batch_size} does not split evenly over the "
+            f"{placement.replicas} devices of this run; pass a multiple of {placement.replicas}."
+        )
+    with placement.run_scope():
+        return _train(config, placement)
+
+
+def _train(config: TrainConfig, placement: Placement) -> dict:
     keras.utils.set_random_seed(config.seed)
     keras.config.set_dtype_policy(MIXED_PRECISION[config.mixed_precision] or keras.config.floatx())
     recipe = _recipe(config)
@@ -192,22 +242,24 @@ def train(config: TrainConfig) -> dict:
         horizontal_flip=_flips(config),
         loop=loop,
         classes=inputs.train.num_classes,
+        backend=keras.backend.backend(),
     )
     resume.check_resume(config.model_dir, settings)
-    with strategy.scope():
+    with placement.variable_scope():
         model = _compiled_model(config, recipe, inputs.train.num_classes, steps_per_epoch, epochs)
-    if is_chief(strategy):
+    if placement.chief:
         resume.record_settings(config.model_dir, settings)
     os.makedirs(config.model_dir, exist_ok=True)
+    print(placement.description)
     print(
         f"{config.model}: {model.count_params():,} parameters; {inputs.train.num_examples} "
         f"training images, {steps_per_epoch} steps x {epochs} epochs on "
-        f"{strategy.num_replicas_in_sync} replica(s)"
+        f"{placement.replicas} replica(s)"
     )
     print(recipes.describe(recipe, config.batch_size, steps_per_epoch * epochs))
     if loop == "custom":
-        return _train_custom(config, model, strategy, inputs, epochs, steps_per_epoch)
-    return _train_fit(config, model, inputs, epochs, steps_per_epoch)
+        return _train_custom(config, model, placement.strategy, inputs, epochs, steps_per_epoch)
+    return _train_fit(config, model, placement, inputs, epochs, steps_per_epoch)
 
 
 def _recipe(config: TrainConfig) -> recipes.Recipe:
@@ -284,14 +336,20 @@ def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> ker
     under the strategy's scope."""
     model = build_model(config, num_classes, recipe)
     recipe.prepare(model, steps_per_epoch * epochs)
-    if config.sync_batch_norm:
+    if config.sync_batch_norm and keras.backend.backend() == "jax":
+        print(
+            "--sync_batch_norm: on JAX the step is one program over all devices, so batch-norm "
+            "statistics are over the global batch already"
+        )
+    elif config.sync_batch_norm:
         for layer in recipes.all_layers(model):
             if isinstance(layer, keras.layers.BatchNormalization):
                 layer.synchronized = True
     model.compile(
         optimizer=recipe.optimizer(config.batch_size, steps_per_epoch, epochs),
         loss=recipe.loss(),
-        metrics=[
+        # Weighted: the padding data.pad_batches adds for keras.distribution has weight 0.
+        weighted_metrics=[
             keras.metrics.CategoricalAccuracy(name="top1"),
             keras.metrics.TopKCategoricalAccuracy(k=5, name="top5"),
         ],
@@ -303,28 +361,59 @@ def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> ker
     return model
 
 
-def _train_fit(config, model, inputs: _Inputs, epochs, steps_per_epoch) -> dict:
-    """``model.fit`` with backups, logs and per-epoch checkpoints under ``model_dir``."""
+def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback]:
+    """Backups, logs and per-epoch checkpoints under ``model_dir``; the other hosts of a
+    multi-host JAX run keep only their own backup (in ``model_dir/process-<i>``)."""
+    if not chief:
+        import jax
+
+        scratch = os.path.join(model_dir, f"process-{jax.process_index()}")
+        return [keras.callbacks.BackupAndRestore(os.path.join(scratch, resume.BACKUP_DIR))]
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
-        keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
-        keras.callbacks.ModelCheckpoint(os.path.join(config.model_dir, "checkpoint.keras")),
+        keras.callbacks.BackupAndRestore(os.path.join(model_dir, resume.BACKUP_DIR)),
+        keras.callbacks.CSVLogger(os.path.join(model_dir, "log.csv"), append=True),
+        keras.callbacks.ModelCheckpoint(os.path.join(model_dir, "checkpoint.keras")),
     ]
     if importlib.util.find_spec("tensorboard") is not None:
-        callbacks.append(keras.callbacks.TensorBoard(os.path.join(config.model_dir, "tensorboard")))
+        callbacks.append(keras.callbacks.TensorBoard(os.path.join(model_dir, "tensorboard")))
     else:
         print("TensorBoard logs skipped: pip install tensorboard (or lambda-keras[train])")
+    return callbacks
+
+
+def _train_fit(config, model, placement: Placement, inputs: _Inputs, epochs, steps_per_epoch):
+    """``model.fit`` (under the run's strategy or distribution) with :func:`_fit_callbacks`."""
     start = time.perf_counter()
     model.fit(
         inputs.train_dataset(),
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
-        callbacks=callbacks,
+        callbacks=_fit_callbacks(config.model_dir, placement.chief),
         verbose=config.verbose,
     )
     seconds = time.perf_counter() - start
-    metrics = model.evaluate(inputs.eval_dataset, return_dict=True, verbose=0)
+    _unshare_weight_averages(model)
+    batches = inputs.eval_dataset
+    if placement.distribution is not None:  # every batch split evenly over the devices
+        batches = data.pad_batches(batches, placement.replicas)
+    metrics = model.evaluate(batches, return_dict=True, verbose=0)
+    if not placement.chief:
+        config = dataclasses.replace(config, export=False)
     return _finish(config, model, metrics, seconds, inputs.train)
+
+
+def _unshare_weight_averages(model: keras.Model) -> None:
+    """Give each trained weight its own buffer after ``fit`` swapped the averages in (JAX).
+
+    Keras' JAX ``fit`` ends by assigning the optimizer's weight averages (EMA) to the model's
+    weights, so both hold the same JAX array; ``evaluate`` then donates the model's buffers to
+    its jitted step, which deletes the optimizer's too, and saving the model fails with
+    "Array has been deleted" (Keras 3.15.1, jax 0.10.2). A copy breaks the link.
+    """
+    if keras.backend.backend() != "jax" or not getattr(model.optimizer, "use_ema", False):
+        return
+    for variable in model.trainable_variables:
+        variable.assign(keras.ops.copy(variable.value))
 
 
 def _train_custom(config, model, strategy, inputs: _Inputs, epochs, steps_per_epoch) -> dict:
@@ -360,10 +449,12 @@ def _finish(config, model, metrics, seconds, train_source, reload_for_export=Fal
         keras_path = os.path.join(config.model_dir, "model.keras")
         model.save(keras_path)
         result["keras"] = keras_path
-        serving = keras.saving.load_model(keras_path) if reload_for_export else model
-        result["saved_model"] = export_for_serving(
-            serving, os.path.join(config.model_dir, "saved_model"), config.image_size
-        )
+        saved_model = os.path.join(config.model_dir, "saved_model")
+        if keras.backend.backend() == "tensorflow":
+            serving = keras.saving.load_model(keras_path) if reload_for_export else model
+            result["saved_model"] = export_for_serving(serving, saved_model, config.image_size)
+        else:  # the serving graph is TensorFlow's: built from the .keras file on TensorFlow
+            result["saved_model"] = export_keras_file(keras_path, saved_model, config.image_size)
         with open(os.path.join(config.model_dir, "class_names.json"), "w") as f:
             json.dump(train_source.class_names, f)
     print(

@@ -1,0 +1,151 @@
+"""Training with Keras on JAX (``train.py --backend=jax``): ``keras.distribution`` over two CPU
+devices equals one device, and what the run writes loads, evaluates and serves on TensorFlow."""
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras.training.data import load_source, pad_batches
+from lambda_keras.training.distribute import check_strategy
+from lambda_keras.training.evaluation import evaluate
+from training.train import backend_from_argv
+
+ROOT = Path(__file__).resolve().parents[2]
+# Tiny tensors: compiling is the cost, not running (the same setting as tests/test_backends.py).
+FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+RUN = ["--epochs=2", "--steps_per_epoch=3", "--width_multiplier=0.125", "--deterministic"]
+
+
+def train_on_jax(model_dir: Path, *flags: str, devices: int = 2):
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}",
+    }
+    env.pop("KERAS_BACKEND", None)
+    command = [sys.executable, str(ROOT / "training" / "train.py"), "--backend=jax", *RUN]
+    done = subprocess.run(
+        [*command, f"--model_dir={model_dir}", *flags],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def losses(model_dir: Path) -> np.ndarray:
+    with open(model_dir / "log.csv") as f:
+        return np.array([float(row["loss"]) for row in csv.DictReader(f)])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The same run on two devices (DataParallel, exported) and on one (no distribution)."""
+    root = tmp_path_factory.mktemp("jax_runs")
+    two = train_on_jax(root / "two", "--strategy=auto")
+    one = train_on_jax(root / "one", "--strategy=one_device", "--noexport")
+    return root, two, one
+
+
+@pytest.mark.end_to_end
+def test_two_devices_train_as_one(runs):
+    root, two, one = runs
+    assert "distribution: keras.distribution.DataParallel over 2 cpu device(s)" in two
+    assert "on 2 replica(s)" in two
+    assert "distribution: none (one cpu device)" in one
+    assert "6 steps" in two and "6 steps" in one
+    by_two, by_one = losses(root / "two"), losses(root / "one")
+    assert len(by_two) == len(by_one) == 2
+    # The global batch's statistics on both (one XLA program over the devices): float32 sums in
+    # another order only.
+    np.testing.assert_allclose(by_two, by_one, rtol=1e-4)
+    assert top1(two) == pytest.approx(top1(one), abs=1 / 360)  # at most one image of 360
+
+
+def top1(stdout: str) -> float:
+    return float(stdout.split("test top-1 ")[1].split(",")[0])
+
+
+@pytest.mark.end_to_end
+def test_what_jax_wrote_evaluates_and_serves_on_tensorflow(runs):
+    root, two, _ = runs
+    run = root / "two"
+    for name in ("model.keras", "checkpoint.keras", "class_names.json", "run_settings.json"):
+        assert (run / name).is_file(), name
+    assert (run / "tensorboard" / "train").is_dir()
+    assert (run / "saved_model" / "saved_model.pb").is_file()
+    source = load_source("digits", "test")
+    by_keras = evaluate(str(run / "model.keras"), source, image_size=32)
+    by_saved_model = evaluate(str(run / "saved_model"), source, image_size=32)
+    assert by_keras["examples"] == by_saved_model["examples"] == 360
+    # JAX's evaluate (batches padded for the two devices, weights 0 on the padding) and
+    # TensorFlow's agree on every image.
+    assert by_keras["top1"] == pytest.approx(top1(two), abs=1e-6)
+    assert by_saved_model["top1"] == pytest.approx(top1(two), abs=1e-6)
+
+
+def test_backend_flag_is_read_before_keras_and_checked_against_the_environment():
+    assert backend_from_argv(["--backend=jax"], {}) == "jax"
+    assert backend_from_argv(["--epochs=2", "--backend", "jax"], {}) == "jax"
+    assert backend_from_argv(["--epochs=2"], {"KERAS_BACKEND": "jax"}) is None  # env applies
+    assert backend_from_argv(["--backend=jax"], {"KERAS_BACKEND": "jax"}) == "jax"
+    with pytest.raises(SystemExit, match="--backend=jax contradicts KERAS_BACKEND=torch"):
+        backend_from_argv(["--backend=jax"], {"KERAS_BACKEND": "torch"})
+    with pytest.raises(SystemExit, match="--backend must be one of tensorflow, jax; received 'x"):
+        backend_from_argv(["--backend=xla"], {})
+
+
+def test_a_contradicting_backend_is_one_line_from_the_script(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "torch"}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "training" / "train.py"), "--backend=jax"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "--backend=jax contradicts KERAS_BACKEND=torch in the environment; pass one of them "
+        "(or the same backend in both)."
+    )
+
+
+@pytest.mark.parametrize(
+    "strategy, backend, message",
+    [
+        ("mirrored", "jax", "--strategy=mirrored needs --backend=tensorflow; this run is on jax"),
+        ("tpu", "jax", "on JAX, --strategy=data_parallel"),
+        ("multi_worker", "jax", "--coordinator_address/--num_processes/--process_id"),
+        ("data_parallel", "tensorflow", "--strategy=data_parallel needs --backend=jax"),
+        ("auto", "torch", "Training runs with Keras on tensorflow or jax; this process runs "),
+        ("horovod", "jax", "--strategy must be one of auto, tpu, mirrored"),
+    ],
+)
+def test_a_strategy_of_the_other_backend_names_what_to_use(strategy, backend, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        check_strategy(strategy, backend)
+    check_strategy("auto", backend if backend != "torch" else "jax")
+
+
+def test_padded_batches_score_every_image_once():
+    images = tf.reshape(tf.range(7 * 2, dtype=tf.float32), (7, 2))
+    labels = tf.one_hot(tf.range(7) % 3, 3)
+    batches = list(pad_batches(tf.data.Dataset.from_tensor_slices((images, labels)).batch(3), 2))
+    assert [int(b[0].shape[0]) for b in batches] == [4, 4, 2]
+    weights = np.concatenate([b[2].numpy() for b in batches])
+    kept = np.concatenate([b[0].numpy() for b in batches])[weights == 1]
+    np.testing.assert_array_equal(kept, images.numpy())  # each real image once, in order
+    for b in batches:  # the padding repeats the batch's own examples
+        padded = b[0].numpy()[b[2].numpy() == 0]
+        assert all(any((p == row).all() for row in b[0].numpy()[b[2].numpy() == 1]) for p in padded)
