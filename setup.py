@@ -11,7 +11,8 @@ VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lambda_keras/__init__.p
 setup(
     name="lambda-keras",
     version=VERSION,
-    description="LambdaNetworks (lambda layers, LambdaResNets) for Keras 3 / TensorFlow 2",
+    description="LambdaNetworks (lambda layers, LambdaResNets) for Keras 3 on JAX, TensorFlow "
+    "and PyTorch",
     long_description=(HERE / "README.md").read_text(),
     long_description_content_type="text/markdown",
     license="Apache-2.0",
@@ -23,8 +24,15 @@ setup(
     extras_require={
         "cpu": ["tensorflow-cpu>=2.20,<2.22"],
         "gpu": ["tensorflow[and-cuda]>=2.20,<2.22"],
-        "tpu": ["tensorflow-tpu>=2.20,<2.22"],
         "tf": ["tensorflow>=2.20,<2.22"],
+        # Keras on JAX (CPU; add jax[cuda12] for GPUs) with tensorflow-cpu for tf.data input,
+        # SavedModel export and the TensorFlow-only parts.
+        "jax": ["jax[cpu]>=0.4.30", "tensorflow-cpu>=2.20,<2.22"],
+        # TPU VMs: Keras on JAX (libtpu from PyPI through jax[tpu]); TensorFlow's TPU builds
+        # end at 2.19.1 (keras-team/keras requirements-tensorflow-tpu.txt), Keras' TPU CI runs
+        # JAX only. The legacy TensorFlow TPUStrategy path: "tpu-tensorflow" (untested here).
+        "tpu": ["jax[tpu]>=0.4.30", "tensorflow-cpu>=2.20,<2.22"],
+        "tpu-tensorflow": ["tensorflow-tpu==2.19.1"],
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],

@@ -1,37 +1,47 @@
 """Training and inference throughput (images/s) of LambdaResNet-50 and its baselines.
 
 Prints one table: LambdaResNet-50, ResNet-RS-50 and ``keras.applications.ResNet50`` at 224px,
-float32 vs mixed bfloat16, XLA off vs on; the model step is timed on a batch already in memory
-(``train_on_batch`` / ``predict_on_batch``), separately from the input pipeline, whose own
-throughput (the ImageNet-style training preprocessing in ``tf.data``) is printed last.
+float32 vs mixed bfloat16, on each Keras backend asked for (TensorFlow with XLA off and on, JAX,
+which always compiles with XLA, and PyTorch when it is installed), every row in its own process;
+the model step is timed on a batch already in memory (``train_on_batch`` /
+``predict_on_batch``), separately from the input pipeline, whose own throughput (the
+ImageNet-style training preprocessing in ``tf.data``) is printed last.
 
-    python benchmarks/bench_train.py                       # batch 32, 3 timed steps
+    python benchmarks/bench_train.py                       # batch 32, 3 timed steps, TF + JAX
     python benchmarks/bench_train.py --batch 16 --steps 2 --models lambda_resnet50
+    python benchmarks/bench_train.py --backends tensorflow jax torch
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras
-import numpy as np
-import tensorflow as tf
-from arguments import positive_int
+from arguments import positive_int  # noqa: E402
 
-from lambda_keras import zoo
-from lambda_keras.training import data
-
-MODELS = {
-    "lambda_resnet50": lambda: zoo.LambdaResNet50(),
-    "resnet_rs50": lambda: zoo.ResNetRS50(),
-    "keras_resnet50": lambda: keras.applications.ResNet50(weights=None),
-}
+BACKENDS = ("tensorflow", "jax", "torch")
+MODEL_NAMES = ("lambda_resnet50", "resnet_rs50", "keras_resnet50")
 POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+
+
+def make_model(name: str):
+    import keras
+
+    from lambda_keras import zoo
+
+    return {
+        "lambda_resnet50": zoo.LambdaResNet50,
+        "resnet_rs50": zoo.ResNetRS50,
+        "keras_resnet50": lambda: keras.applications.ResNet50(weights=None),
+    }[name]()
 
 
 def timed(fn, steps: int) -> float:
@@ -47,9 +57,13 @@ def timed(fn, steps: int) -> float:
 
 
 def model_throughput(name: str, policy: str, xla: bool, batch: int, steps: int):
+    """Train and inference images/s of one model on this process' Keras backend."""
+    import keras
+    import numpy as np
+
     keras.config.set_dtype_policy(POLICIES[policy])
     keras.utils.set_random_seed(0)
-    model = MODELS[name]()
+    model = make_model(name)
     model.compile(
         optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
         loss="sparse_categorical_crossentropy",
@@ -59,12 +73,26 @@ def model_throughput(name: str, policy: str, xla: bool, batch: int, steps: int):
     y = np.zeros((batch,), "int32")
     train = batch / timed(lambda: model.train_on_batch(x, y), steps)
     infer = batch / timed(lambda: model.predict_on_batch(x), steps)
-    keras.config.set_dtype_policy("float32")
     return train, infer
+
+
+def row_in_child(backend: str, name: str, policy: str, xla: bool, batch: int, steps: int):
+    """:func:`model_throughput` in a fresh process running Keras on ``backend``."""
+    command = [sys.executable, __file__, "--child", json.dumps([name, policy, xla, batch, steps])]
+    env = {**os.environ, "KERAS_BACKEND": backend}
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"{backend} {name} {policy} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def pipeline_throughput(batch: int, batches: int) -> float:
     """Images/s of the training preprocessing on 1,000 synthetic 500x375 JPEG-sized images."""
+    import numpy as np
+    import tensorflow as tf
+
+    from lambda_keras.training import data
+
     images = np.random.default_rng(0).integers(0, 255, (1000, 375, 500, 3), dtype=np.uint8)
     source = data.Source(
         tf.data.Dataset.from_tensor_slices((images, np.zeros(1000, "int32"))), 1000, ["x"]
@@ -89,23 +117,43 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--steps", type=positive_int, default=3)
-    parser.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
-    parser.add_argument("--no-xla", action="store_true", help="skip the XLA rows")
+    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=MODEL_NAMES)
+    parser.add_argument(
+        "--backends",
+        nargs="+",
+        default=["tensorflow", "jax"],
+        choices=BACKENDS,
+        help="Keras backends to compare (torch: skipped with a note when not installed)",
+    )
+    parser.add_argument("--no-xla", action="store_true", help="skip TensorFlow's XLA rows")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.child:  # one row, on the backend KERAS_BACKEND names
+        print(json.dumps(model_throughput(*json.loads(args.child))))
+        return
+    backends = [b for b in args.backends if b != "torch" or importlib.util.find_spec("torch")]
+    if len(backends) < len(args.backends):
+        print("PyTorch is not installed: its rows are skipped (pip install torch)")
+    import keras
+    import tensorflow as tf
+
     print(
         f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-        f"batch {args.batch}, 224x224, median of {args.steps} steps"
+        f"batch {args.batch}, 224x224, median of {args.steps} steps, each row in its own process"
     )
-    print("| model | precision | XLA | train img/s | inference img/s |")
-    print("|---|---|---|---|---|")
-    for name in args.models:
-        for policy in POLICIES:
-            for xla in (False,) if args.no_xla else (False, True):
-                train, infer = model_throughput(name, policy, xla, args.batch, args.steps)
-                print(
-                    f"| {name} | {policy} | {'on' if xla else 'off'} | {train:.1f} | {infer:.1f} |",
-                    flush=True,
-                )
+    print("| backend | model | precision | XLA | train img/s | inference img/s |")
+    print("|---|---|---|---|---|---|")
+    for backend in backends:
+        xla_settings = {"tensorflow": (False,) if args.no_xla else (False, True), "jax": (True,)}
+        for name in args.models:
+            for policy in POLICIES:
+                for xla in xla_settings.get(backend, (False,)):
+                    train, infer = row_in_child(backend, name, policy, xla, args.batch, args.steps)
+                    print(
+                        f"| {backend} | {name} | {policy} | {'on' if xla else 'off'} | "
+                        f"{train:.1f} | {infer:.1f} |",
+                        flush=True,
+                    )
     rate = pipeline_throughput(args.batch, batches=5)
     print(f"\ninput pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s")
 

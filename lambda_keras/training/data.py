@@ -370,23 +370,28 @@ def make_dataset(
     return dataset.prefetch(AUTOTUNE)
 
 
-def pad_batches(dataset: tf.data.Dataset, multiple: int) -> tf.data.Dataset:
-    """Batches ``(images, labels)`` padded to a multiple of ``multiple`` examples, with sample
-    weights ``[batch]`` that are 0 on the padding: ``(images, labels, weights)``.
+def pad_batches(dataset: tf.data.Dataset, batch_size: int) -> tf.data.Dataset:
+    """Batches ``(images, labels)`` of at most ``batch_size`` padded to exactly ``batch_size``,
+    with sample weights ``[batch_size]`` that are 0 on the padding: ``(images, labels, weights)``.
 
-    ``keras.distribution.DataParallel`` splits every batch evenly over the devices, so the last,
-    smaller batch of an evaluation split must be padded; weighted metrics leave the padding out,
-    and every real image is scored. The padding repeats the batch's own examples (real inputs:
-    no NaN that a weight of 0 would not hide).
+    ``keras.distribution.DataParallel`` splits every batch evenly over the devices (and, on
+    several hosts, needs a static batch size to share it out), so the last, smaller batch of an
+    evaluation split is padded; weighted metrics leave the padding out, and every real image is
+    scored once. The padding repeats the batch's own examples (real inputs: no NaN that a weight
+    of 0 would not hide).
     """
-    v.positive_int("multiple", multiple)
+    v.positive_int("batch_size", batch_size)
 
     def pad(images, labels):
         count = tf.shape(images)[0]
-        extra = (multiple - count % multiple) % multiple
-        weights = tf.concat([tf.ones([count]), tf.zeros([extra])], axis=0)
-        index = tf.range(count + extra) % count
-        return tf.gather(images, index), tf.gather(labels, index), weights
+        weights = tf.concat([tf.ones([count]), tf.zeros([batch_size - count])], axis=0)
+        index = tf.range(batch_size) % count
+        images, labels = tf.gather(images, index), tf.gather(labels, index)
+        return (
+            tf.ensure_shape(images, [batch_size, *images.shape[1:]]),
+            tf.ensure_shape(labels, [batch_size, *labels.shape[1:]]),
+            tf.ensure_shape(weights, [batch_size]),
+        )
 
     return dataset.map(pad, num_parallel_calls=AUTOTUNE)
 

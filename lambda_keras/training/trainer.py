@@ -395,7 +395,7 @@ def _train_fit(config, model, placement: Placement, inputs: _Inputs, epochs, ste
     _unshare_weight_averages(model)
     batches = inputs.eval_dataset
     if placement.distribution is not None:  # every batch split evenly over the devices
-        batches = data.pad_batches(batches, placement.replicas)
+        batches = data.pad_batches(batches, config.batch_size)
     metrics = model.evaluate(batches, return_dict=True, verbose=0)
     if not placement.chief:
         config = dataclasses.replace(config, export=False)

@@ -1,8 +1,10 @@
 """Training with Keras on JAX (``train.py --backend=jax``): ``keras.distribution`` over two CPU
 devices equals one device, and what the run writes loads, evaluates and serves on TensorFlow."""
 
+import concurrent.futures
 import csv
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +95,29 @@ def test_what_jax_wrote_evaluates_and_serves_on_tensorflow(runs):
     assert by_saved_model["top1"] == pytest.approx(top1(two), abs=1e-6)
 
 
+@pytest.mark.slow
+def test_two_hosts_train_as_one_device(runs, tmp_path):
+    """Two processes on 127.0.0.1, one CPU device each, joined by keras.distribution.initialize
+    (JAX's CPU collectives): each reads its half of every global batch; the run equals one
+    device's. Process 0 writes the files, process 1 only its backup."""
+    root, _, _ = runs
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    hosts = [f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2", "--noexport"]
+    model_dir = tmp_path / "hosts"
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        outputs = list(
+            pool.map(
+                lambda i: train_on_jax(model_dir, *hosts, f"--process_id={i}", devices=1), (0, 1)
+            )
+        )
+    assert all("DataParallel over 2 cpu device(s) in 2 process(es)" in out for out in outputs)
+    np.testing.assert_allclose(losses(model_dir), losses(root / "one"), rtol=1e-4)
+    assert top1(outputs[0]) == top1(outputs[1])
+    assert not (model_dir / "process-1" / "log.csv").exists()
+
+
 def test_backend_flag_is_read_before_keras_and_checked_against_the_environment():
     assert backend_from_argv(["--backend=jax"], {}) == "jax"
     assert backend_from_argv(["--epochs=2", "--backend", "jax"], {}) == "jax"
@@ -141,11 +166,12 @@ def test_a_strategy_of_the_other_backend_names_what_to_use(strategy, backend, me
 def test_padded_batches_score_every_image_once():
     images = tf.reshape(tf.range(7 * 2, dtype=tf.float32), (7, 2))
     labels = tf.one_hot(tf.range(7) % 3, 3)
-    batches = list(pad_batches(tf.data.Dataset.from_tensor_slices((images, labels)).batch(3), 2))
-    assert [int(b[0].shape[0]) for b in batches] == [4, 4, 2]
+    padded = pad_batches(tf.data.Dataset.from_tensor_slices((images, labels)).batch(3), 3)
+    assert padded.element_spec[0].shape == (3, 2)  # static: hosts can share it out
+    batches = list(padded)
+    assert [int(b[0].shape[0]) for b in batches] == [3, 3, 3]
     weights = np.concatenate([b[2].numpy() for b in batches])
+    np.testing.assert_array_equal(weights, [1, 1, 1, 1, 1, 1, 1, 0, 0])
     kept = np.concatenate([b[0].numpy() for b in batches])[weights == 1]
     np.testing.assert_array_equal(kept, images.numpy())  # each real image once, in order
-    for b in batches:  # the padding repeats the batch's own examples
-        padded = b[0].numpy()[b[2].numpy() == 0]
-        assert all(any((p == row).all() for row in b[0].numpy()[b[2].numpy() == 1]) for p in padded)
+    np.testing.assert_array_equal(batches[-1][0].numpy(), [images[6]] * 3)  # its own copies
