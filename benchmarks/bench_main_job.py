@@ -1,13 +1,15 @@
 """The README's main job, LambdaResNet-50 and its convolutional baseline side by side.
 
 Runs ``training/train.py`` (the digits demo: width 0.25, 32x32, 30 epochs of the 90ep recipe)
-once per model in a fresh process, as a user would, and prints a table: parameters, test top-1,
+once per model and Keras backend (``--backend=tensorflow`` and ``--backend=jax``) in a fresh
+process, as a user would, and prints a table: parameters, test top-1,
 seconds of training (as the script reports them) and wall-clock seconds of the whole run
 (imports, data, training, evaluation, export). The target is >= 95% test top-1 in < 5 minutes
 on 2 CPU cores.
 
     python benchmarks/bench_main_job.py
     python benchmarks/bench_main_job.py --models lambda_resnet50 --epochs 2   # a quick look
+    python benchmarks/bench_main_job.py --backends jax
 """
 
 from __future__ import annotations
@@ -26,17 +28,21 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "training", "train.py")
 
 
-def run(model: str, model_dir: str, epochs: int | None) -> dict:
+BACKENDS = ("tensorflow", "jax")
+
+
+def run(model: str, model_dir: str, epochs: int | None, backend: str = "tensorflow") -> dict:
     command = [sys.executable, TRAIN, f"--model={model}", f"--model_dir={model_dir}"]
+    command.append(f"--backend={backend}")
     if epochs is not None:
         command.append(f"--epochs={epochs}")
     start = time.perf_counter()
-    result = subprocess.run(
-        command, capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("KERAS_BACKEND", None)  # the flag decides
+    result = subprocess.run(command, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if result.returncode != 0:
-        raise RuntimeError(f"{model} failed:\n{result.stderr[-3000:]}")
+        raise RuntimeError(f"{model} on {backend} failed:\n{result.stderr[-3000:]}")
     params = re.search(r"([\d,]+) parameters", result.stdout)
     score = re.search(r"top-1 ([\d.]+), top-5 ([\d.]+) \((\d+) s of training", result.stdout)
     if not (params and score):
@@ -55,17 +61,19 @@ def main(argv=None) -> None:
     parser.add_argument(
         "--epochs", type=positive_int, default=None, help="Default: the main job's."
     )
+    parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
     args = parser.parse_args(argv)
-    print("| model | parameters | test top-1 | training s | whole run s |")
-    print("|---|---|---|---|---|")
+    print("| backend | model | parameters | test top-1 | training s | whole run s |")
+    print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        for model in args.models:
-            row = run(model, os.path.join(tmp, model), args.epochs)
-            print(
-                f"| {model} | {row['params']:,} | {100 * row['top1']:.2f}% | {row['train_s']} | "
-                f"{row['wall_s']:.0f} |",
-                flush=True,
-            )
+        for backend in args.backends:
+            for model in args.models:
+                row = run(model, os.path.join(tmp, backend, model), args.epochs, backend)
+                print(
+                    f"| {backend} | {model} | {row['params']:,} | {100 * row['top1']:.2f}% | "
+                    f"{row['train_s']} | {row['wall_s']:.0f} |",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

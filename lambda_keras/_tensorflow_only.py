@@ -1,8 +1,8 @@
 """The parts of the project that run on TensorFlow alone say so when Keras runs on another backend.
 
 ``lambda_keras.layers`` and ``lambda_keras.zoo`` run on JAX, TensorFlow and PyTorch; the training
-package (``tf.data``, ``tf.distribute``, SavedModel export) and ``lambda_keras.detection`` use
-TensorFlow ops on Keras tensors and need Keras on TensorFlow.
+package runs on TensorFlow and JAX (``tf.data`` input on both); ``lambda_keras.detection`` uses
+TensorFlow ops on Keras tensors and needs Keras on TensorFlow.
 """
 
 from __future__ import annotations

@@ -1,3 +1,16 @@
 """Training support behind the absl scripts in ``training/``: input pipelines (:mod:`.data`),
 the paper's recipes (:mod:`.recipes`), distribution strategies (:mod:`.distribute`), one training
-run (:mod:`.trainer`), serving export (:mod:`.serving`) and evaluation (:mod:`.evaluation`)."""
+run (:mod:`.trainer`), serving export (:mod:`.serving`) and evaluation (:mod:`.evaluation`).
+
+Training runs with Keras on TensorFlow or JAX; on both, the input pipelines are ``tf.data``, so
+TensorFlow must be installed (the ``[cpu]``, ``[jax]`` and ``[tpu]`` extras bring it).
+"""
+
+try:
+    import tensorflow  # noqa: F401  (tf.data feeds every backend)
+except ImportError as error:
+    raise ImportError(
+        "lambda_keras.training reads its data with tf.data and needs TensorFlow installed, "
+        "whatever Keras' backend: pip install 'lambda-keras[jax]' (JAX with tensorflow-cpu) or "
+        "'lambda-keras[cpu]'."
+    ) from error

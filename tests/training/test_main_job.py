@@ -12,19 +12,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("model", ["lambda_resnet50", "resnet_rs50"])
-def test_main_job_reaches_95_percent(tmp_path, model):
+@pytest.mark.parametrize(
+    "model, backend",
+    [
+        ("lambda_resnet50", "tensorflow"),
+        ("resnet_rs50", "tensorflow"),
+        ("lambda_resnet50", "jax"),
+    ],
+)
+def test_main_job_reaches_95_percent(tmp_path, model, backend):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("KERAS_BACKEND", None)
     result = subprocess.run(
         [
             sys.executable,
             str(ROOT / "training" / "train.py"),
             f"--model={model}",
             f"--model_dir={tmp_path}",
+            f"--backend={backend}",
         ],
         capture_output=True,
         text=True,
         timeout=1800,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Epoch 30/30" in result.stdout  # per-epoch progress

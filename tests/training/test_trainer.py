@@ -133,7 +133,15 @@ def test_bad_arguments(tmp_path, kwargs, match):
 @pytest.mark.end_to_end
 # The custom loop's resume is the same BackupAndRestore callback: its kill runs under -m slow
 # (and the killed two-worker run, also slow, resumes it across processes).
-@pytest.mark.parametrize("loop", ["fit", pytest.param("custom", marks=pytest.mark.slow)])
+# On JAX (fit, BackupAndRestore, two CPU devices under keras.distribution) also under -m slow.
+@pytest.mark.parametrize(
+    "loop",
+    [
+        "fit",
+        pytest.param("custom", marks=pytest.mark.slow),
+        pytest.param("jax", marks=pytest.mark.slow),
+    ],
+)
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     command = [
         sys.executable,
@@ -142,9 +150,13 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
         "--epochs=4",
         "--width_multiplier=0.125",
         "--noexport",
-        f"--loop={loop}",
+        "--loop=fit" if loop == "jax" else f"--loop={loop}",
     ]
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if loop == "jax":
+        command.append("--backend=jax")
+        env.pop("KERAS_BACKEND", None)
+        env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=2"
     first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     deadline = time.time() + 300
     while not epochs_logged(tmp_path) and time.time() < deadline and first.poll() is None:
@@ -160,7 +172,11 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     # (the script prints this error as one line, exit 2: test_bad_input.py proves that wiring).
     backup = {p.name: p.read_bytes() for p in (tmp_path / "backup").rglob("*") if p.is_file()}
     other = TrainConfig(
-        model_dir=str(tmp_path), epochs=4, width_multiplier=0.25, export=False, loop=loop
+        model_dir=str(tmp_path),
+        epochs=4,
+        width_multiplier=0.25,
+        export=False,
+        loop="fit" if loop == "jax" else loop,
     )
     with pytest.raises(ValueError, match=re.escape("--width_multiplier=0.125 there, 0.25 now")):
         train(other)
