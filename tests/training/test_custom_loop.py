@@ -125,7 +125,7 @@ def finish(procs, timeout=600):
 # norm sums in another order, and 22 steps of training amplify those differences (float32:
 # about 1e-4 after one step, far more after an epoch; float64: 1e-13 after three steps). One
 # epoch of STEPS steps: the comparison needs steps, not epochs (the killed two-worker run, under
-# -m slow, crosses epochs).
+# -m slow, crosses epochs). The reference run exports nothing: the chief's export is the test.
 JOB = textwrap.dedent(
     f"""
     import sys, keras
@@ -134,7 +134,7 @@ JOB = textwrap.dedent(
     train(TrainConfig(model_dir=sys.argv[1], loop=sys.argv[2], strategy=sys.argv[3],
                       epochs=1, width_multiplier=0.125, image_size=32, batch_size=64,
                       steps_per_epoch={STEPS}, deterministic=True, sync_batch_norm=True,
-                      verbose=2))
+                      verbose=2, export=sys.argv[4] == "export"))
     """
 )
 
@@ -144,7 +144,7 @@ def test_two_workers_train_to_the_single_worker_weights(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TF_CONFIG", None)
     single = subprocess.run(
-        [sys.executable, "-c", JOB, str(tmp_path / "single"), "custom", "auto"],
+        [sys.executable, "-c", JOB, str(tmp_path / "single"), "custom", "auto", "noexport"],
         capture_output=True,
         text=True,
         timeout=600,
@@ -152,7 +152,7 @@ def test_two_workers_train_to_the_single_worker_weights(tmp_path):
     )
     assert single.returncode == 0, single.stderr[-3000:]
     procs = start_workers(
-        [sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto", "multi_worker"], env
+        [sys.executable, "-c", JOB, str(tmp_path / "multi"), "auto", "multi_worker", "export"], env
     )
     outputs = finish(procs)
     assert all("on 2 replica(s)" in out for out in outputs)
@@ -160,8 +160,8 @@ def test_two_workers_train_to_the_single_worker_weights(tmp_path):
     assert not (tmp_path / "multi" / "backup" / "worker-1").exists()  # scratch removed
     assert len(log_rows(tmp_path / "multi")) == 2  # header + 1 epoch, from the chief alone
     expected, got = (
-        weights(tmp_path / "single" / "model.keras"),
-        weights(tmp_path / "multi" / "model.keras"),
+        weights(tmp_path / "single" / "checkpoint.keras"),  # the weights after the epoch
+        weights(tmp_path / "multi" / "checkpoint.keras"),
     )
     for name in expected:
         np.testing.assert_allclose(got[name], expected[name], rtol=1e-7, atol=1e-9, err_msg=name)
