@@ -2,6 +2,7 @@
 or times anything."""
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -35,21 +36,39 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "script, argument, flag, message", CASES, ids=[f"{c[0]}{c[1]}" for c in CASES]
-)
-def test_bad_argument_is_one_line_and_exit_2(script, argument, flag, message):
+SCRIPTS = sorted({case[0] for case in CASES})
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bad_arguments_are_one_line_and_exit_2(script):
+    """Each case runs the script as ``__main__`` (argparse's exit, no traceback), all of one
+    script's cases in one process: the script imports TensorFlow once, not once per case."""
     if script == "bench_timm_ports" and not HAVE_TIMM:
         pytest.skip("bench_timm_ports imports torch and timm")
+    cases = [case for case in CASES if case[0] == script]
     result = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / f"{script}.py"), argument],
+        [
+            sys.executable,
+            str(Path(__file__).with_name("run_as_main.py")),
+            str(ROOT / "benchmarks" / f"{script}.py"),
+            json.dumps([[argument] for _, argument, _, _ in cases]),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)},
+        env={
+            **os.environ,
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'benchmarks'}",
+        },
     )
-    assert result.returncode == 2, result.stderr[-2000:]
-    error = [line for line in result.stderr.splitlines() if "error:" in line]
-    assert len(error) == 1 and f"argument {flag}" in error[0] and message in error[0], error
-    assert "Traceback" not in result.stderr
-    assert "|" not in result.stdout  # no table row: nothing was measured
+    assert result.returncode == 0, result.stderr[-2000:]
+    runs = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert len(runs) == len(cases), result.stdout[-2000:]
+    for (_, argument, flag, message), run in zip(cases, runs, strict=True):
+        assert run["status"] == 2, (argument, run["stderr"][-2000:])
+        error = [line for line in run["stderr"].splitlines() if "error:" in line]
+        assert len(error) == 1, (argument, error)
+        assert f"argument {flag}" in error[0] and message in error[0], (argument, error)
+        assert "Traceback" not in run["stderr"], argument
+        assert "|" not in run["stdout"], argument  # no table row: nothing was measured
