@@ -361,14 +361,26 @@ def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> ker
     return model
 
 
-def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback]:
-    """Backups, logs and per-epoch checkpoints under ``model_dir``; the other hosts of a
-    multi-host JAX run keep only their own backup (in ``model_dir/process-<i>``)."""
-    if not chief:
-        import jax
+def _host_scratch(model_dir: str) -> str:
+    """Where a host other than the chief of a multi-host JAX run keeps its own files."""
+    import jax
 
-        scratch = os.path.join(model_dir, f"process-{jax.process_index()}")
-        return [keras.callbacks.BackupAndRestore(os.path.join(scratch, resume.BACKUP_DIR))]
+    return os.path.join(model_dir, f"process-{jax.process_index()}")
+
+
+def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback]:
+    """Backups, logs and per-epoch checkpoints under ``model_dir``. The other hosts of a
+    multi-host JAX run keep their own backup and save each checkpoint too, into
+    ``model_dir/process-<i>``: on JAX, saving a model under a distribution places arrays on
+    every device, a step all processes must take together (Keras 3.15.1 builds a throw-away
+    optimizer while saving): a save on the chief alone stops the run ("passed to device_put is
+    not the same on each process")."""
+    if not chief:
+        scratch = _host_scratch(model_dir)
+        return [
+            keras.callbacks.BackupAndRestore(os.path.join(scratch, resume.BACKUP_DIR)),
+            keras.callbacks.ModelCheckpoint(os.path.join(scratch, "checkpoint.keras")),
+        ]
     callbacks = [
         keras.callbacks.BackupAndRestore(os.path.join(model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(model_dir, "log.csv"), append=True),
@@ -398,6 +410,8 @@ def _train_fit(config, model, placement: Placement, inputs: _Inputs, epochs, ste
         batches = data.pad_batches(batches, config.batch_size)
     metrics = model.evaluate(batches, return_dict=True, verbose=0)
     if not placement.chief:
+        if config.export:  # the chief's save of model.keras, which every host must take part in
+            model.save(os.path.join(_host_scratch(config.model_dir), "model.keras"))
         config = dataclasses.replace(config, export=False)
     return _finish(config, model, metrics, seconds, inputs.train)
 

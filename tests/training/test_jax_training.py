@@ -99,12 +99,13 @@ def test_what_jax_wrote_evaluates_and_serves_on_tensorflow(runs):
 def test_two_hosts_train_as_one_device(runs, tmp_path):
     """Two processes on 127.0.0.1, one CPU device each, joined by keras.distribution.initialize
     (JAX's CPU collectives): each reads its half of every global batch; the run equals one
-    device's. Process 0 writes the files, process 1 only its backup."""
+    device's. Process 0 writes the files; process 1 keeps its backup (until the end) and takes
+    part in every save (on JAX a collective step) into its own directory."""
     root, _, _ = runs
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    hosts = [f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2", "--noexport"]
+    hosts = [f"--coordinator_address=127.0.0.1:{port}", "--num_processes=2"]
     model_dir = tmp_path / "hosts"
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         outputs = list(
@@ -115,7 +116,10 @@ def test_two_hosts_train_as_one_device(runs, tmp_path):
     assert all("DataParallel over 2 cpu device(s) in 2 process(es)" in out for out in outputs)
     np.testing.assert_allclose(losses(model_dir), losses(root / "one"), rtol=1e-4)
     assert top1(outputs[0]) == top1(outputs[1])
-    assert not (model_dir / "process-1" / "log.csv").exists()
+    assert (model_dir / "saved_model" / "saved_model.pb").is_file()
+    assert "exported" in outputs[0] and "exported" not in outputs[1]
+    scratch = sorted(p.name for p in (model_dir / "process-1").iterdir())
+    assert scratch == ["checkpoint.keras", "model.keras"]  # its backup removed at the end
 
 
 def test_backend_flag_is_read_before_keras_and_checked_against_the_environment():
