@@ -37,22 +37,19 @@ def shapes_flags(data: Path) -> list[str]:
 
 
 def shapes_paths(data: Path) -> dict[str, str]:
-    """The four data flags of a COCO-format set laid out in ``data`` as the shapes data."""
-    return {
-        f"{split}_{kind}": str(data / split) + (".json" if kind == "annotations" else "")
-        for split in ("train", "val")
-        for kind in ("annotations", "images")
-    }
+    """The four data flags of a small COCO-format shapes set in ``data``, written there unless
+    it already holds it (a copy of it too, damaged files and all)."""
+    from lambda_keras.detection.shapes import write_shapes_dataset
+
+    paths = write_shapes_dataset(data, num_train=8, num_val=6, image_size=64)
+    return {name: str(path) for name, path in paths.items()}
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """A smoke run on a small COCO-format set given by the four data flags, as a user's own
     (the generated default set is 360 images: its writing and scoring are not what is tested)."""
-    from lambda_keras.detection.shapes import write_shapes_dataset
-
     folder = tmp_path_factory.mktemp("maskrcnn")
-    write_shapes_dataset(folder / "data", num_train=8, num_val=6, image_size=64)
     result = run(
         "train_maskrcnn.py",
         f"--model_dir={folder / 'run'}",
