@@ -20,6 +20,7 @@ def select_detections(
     score_threshold: float = 0.05,
     nms_threshold: float = 0.5,
     candidates: int = 1000,
+    min_size: float = 0.0,
 ) -> dict[str, tf.Tensor]:
     """Mask R-CNN's inference rule: softmax scores, class-specific boxes clipped to the image,
     scores above ``score_threshold``, per-class NMS at ``nms_threshold``, the best
@@ -29,6 +30,9 @@ def select_detections(
     Args:
         logits: ``[b, R, C + 1]`` (class 0 is background); deltas: ``[b, R, C, 4]``;
         rois: ``[b, R, 4]`` and their validity ``[b, R]``.
+        image_shape: ``(height, width)`` of the batch, or ``[b, 2]`` each image's size: boxes
+            are clipped to it.
+        min_size: Boxes with a side of at most this many pixels are dropped.
 
     Returns:
         ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] int32 (0-based labels,
@@ -37,9 +41,12 @@ def select_detections(
     scores = tf.nn.softmax(tf.cast(logits, tf.float32))[..., 1:]  # [b, R, C]
     num_classes = scores.shape[-1]
     boxes = ops.decode_boxes(tf.cast(deltas, tf.float32), rois[:, :, None, :], ops.BOX_WEIGHTS)
+    if tf.is_tensor(image_shape):
+        image_shape = tf.cast(image_shape, tf.float32)[:, None, None, :]
     boxes = ops.clip_boxes(boxes, image_shape)
     heights, widths = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
-    usable = rois_valid[..., None] & (scores > score_threshold) & (heights > 0) & (widths > 0)
+    large_enough = (heights > min_size) & (widths > min_size)
+    usable = rois_valid[..., None] & (scores > score_threshold) & large_enough
     scores = tf.where(usable, scores, -1.0)
     batch = tf.shape(scores)[0]
     flat_scores = tf.reshape(scores, [batch, -1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import keras
 
 from lambda_keras import _validation as v
+from lambda_keras.detection.valid_region import zero_outside
 from lambda_keras.zoo.resnet_blocks import conv_init
 
 __all__ = ["FeaturePyramid"]
@@ -17,7 +18,10 @@ class FeaturePyramid(keras.layers.Layer):
     convolution on each level, and P6 = 1x1 max-pool of stride 2 of P5 (for the RPN).
 
     Call: ``{"P2": [b, h/4, w/4, c2], ..., "P5": [b, h/32, w/32, c5]}`` ->
-    ``{"P2": [b, h/4, w/4, channels], ..., "P6": [b, h/64, w/64, channels]}``.
+    ``{"P2": [b, h/4, w/4, channels], ..., "P6": [b, h/64, w/64, channels]}``. With
+    ``valid_sizes`` (``[b, 2]`` int, each image's part of the batch in pixels) every map is zero
+    beyond each image's part, before the 3x3 convolutions and on output
+    (:mod:`lambda_keras.detection.valid_region`).
     """
 
     LEVELS = ("P2", "P3", "P4", "P5")
@@ -48,7 +52,10 @@ class FeaturePyramid(keras.layers.Layer):
             self.lateral[level].build(input_shape[level])
             self.output_convs[level].build((*input_shape[level][:-1], self.channels))
 
-    def call(self, features):
+    def call(self, features, valid_sizes=None):
+        def valid(x, level):
+            return x if valid_sizes is None else zero_outside(x, valid_sizes, 2 ** int(level[1:]))
+
         outputs = {}
         top_down = None
         for level in reversed(self.LEVELS):
@@ -56,7 +63,7 @@ class FeaturePyramid(keras.layers.Layer):
             if top_down is not None:
                 lateral = lateral + keras.ops.repeat(keras.ops.repeat(top_down, 2, 1), 2, 2)
             top_down = lateral
-            outputs[level] = self.output_convs[level](lateral)
+            outputs[level] = valid(self.output_convs[level](valid(lateral, level)), level)
         outputs["P6"] = outputs["P5"][:, ::2, ::2, :]
         return {level: outputs[level] for level in (*self.LEVELS, "P6")}
 

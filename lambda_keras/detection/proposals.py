@@ -19,6 +19,7 @@ def generate_proposals(
     post_nms_top_k: int,
     nms_threshold: float = 0.7,
     min_size: float = 0.0,
+    anchors_valid: dict[str, tf.Tensor] | None = None,
 ) -> tuple[tf.Tensor, tf.Tensor]:
     """Decode, clip and suppress the RPN's boxes (Detectron2's FPN rule).
 
@@ -28,32 +29,42 @@ def generate_proposals(
 
     Args:
         objectness: ``[b, n]`` logits; deltas: ``[b, n, 4]``, in the order of ``anchors``.
-        anchors: ``{"P<l>": [n_l, 4]}`` (:func:`~lambda_keras.detection.ops.pyramid_anchors`).
-        image_shape: ``(height, width)`` of the (padded) batch.
+        anchors: ``{"P<l>": [n_l, 4]}`` (:func:`~lambda_keras.detection.ops.pyramid_anchors`),
+            or ``{"P<l>": [b, n_l, 4]}``, each image's own
+            (:func:`~lambda_keras.detection.ops.torchvision_anchors`).
+        image_shape: ``(height, width)`` of the (padded) batch, or ``[b, 2]`` each image's
+            size: boxes are clipped to it.
         min_size: Boxes with a side below this many pixels are dropped.
+        anchors_valid: ``{"P<l>": [b, n_l]}`` bool: anchors that are False never propose.
 
     Returns:
         ``(proposals [b, post_nms_top_k, 4], valid [b, post_nms_top_k])``, no gradient.
     """
     objectness = tf.stop_gradient(tf.cast(objectness, tf.float32))
     deltas = tf.stop_gradient(tf.cast(deltas, tf.float32))
+    if tf.is_tensor(image_shape):
+        image_shape = tf.cast(image_shape, tf.float32)[:, None, :]
     boxes, scores, levels = [], [], []
     start = 0
     for index, level in enumerate(sorted(anchors, key=lambda key: int(key[1:]))):
         level_anchors = anchors[level]
-        count = int(level_anchors.shape[0])
+        per_image = level_anchors.shape.rank == 3
+        count = int(level_anchors.shape[-2])
+        level_scores = objectness[:, start : start + count]
+        if anchors_valid is not None:
+            level_scores = tf.where(anchors_valid[level], level_scores, -float("inf"))
         k = min(pre_nms_top_k, count)
-        top = tf.math.top_k(objectness[:, start : start + count], k)
+        top = tf.math.top_k(level_scores, k)
         level_deltas = tf.gather(deltas[:, start : start + count], top.indices, batch_dims=1)
-        decoded = ops.decode_boxes(level_deltas, tf.gather(level_anchors, top.indices))
-        boxes.append(ops.clip_boxes(decoded, image_shape))
+        chosen = tf.gather(level_anchors, top.indices, batch_dims=1 if per_image else 0)
+        boxes.append(ops.clip_boxes(ops.decode_boxes(level_deltas, chosen), image_shape))
         scores.append(top.values)
         levels.append(tf.fill(tf.shape(top.values), index))
         start += count
     boxes, scores, levels = (tf.concat(t, 1) for t in (boxes, scores, levels))
     heights, widths = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
-    large_enough = (heights > min_size) & (widths > min_size)
-    scores = tf.where(large_enough, scores, -1e9)
+    usable = (heights > min_size) & (widths > min_size) & (scores > -float("inf"))
+    scores = tf.where(usable, scores, -1e9)
     k = min(post_nms_top_k, int(boxes.shape[1]))
     keep, valid = ops.batched_nms(boxes, scores, levels, k, nms_threshold, score_threshold=-1e8)
     proposals = tf.gather(boxes, keep, batch_dims=1)

@@ -6,6 +6,12 @@ Signature ``serving_default(image: uint8 [height, width, 3])`` returns ``boxes [
 -1 for padding), ``masks [D, height, width]`` (uint8 0/1, pasted into the image) and
 ``num_detections`` (the valid ones come first). The image is resized so that its longer side is
 the model's ``image_size`` and padded, as in evaluation.
+
+A model converted from torchvision
+(:class:`~lambda_keras.detection.torchvision_mask_rcnn.TorchvisionMaskRCNN`) carries its own
+preprocessing and needs no ``image_size``: the photo is resized by torchvision's rule (shorter
+side 800, longer at most 1333) and detected on an 832 x 1344 batch (1344 x 832 when it stands
+upright), masks pasted by torchvision's rule, ``classes`` 0-based (torchvision's label - 1).
 """
 
 from __future__ import annotations
@@ -21,21 +27,40 @@ from lambda_keras.detection.image_size import check_image_size
 __all__ = ["export_detector"]
 
 
-def export_detector(model: keras.Model, path: str, image_size: int) -> str:
+def export_detector(model: keras.Model, path: str, image_size: int | None = None) -> str:
     """Write ``model`` with its serving signature to ``path``; returns ``path``.
 
     Args:
         model: A :class:`~lambda_keras.detection.MaskRCNN` (called or fitted once).
         path: The SavedModel directory to write.
         image_size: The side the model detects at (a multiple of 64): each image is resized so
-            that its longer side is ``image_size``, then padded to a square.
+            that its longer side is ``image_size``, then padded to a square. None for a model
+            that carries its preprocessing (torchvision's).
     """
+    from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
+
     if not isinstance(model, keras.Model):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
-    check_image_size(image_size)
+    if isinstance(model, TorchvisionMaskRCNN) and image_size is None:
+        detect = _torchvision_detect(model)
+    elif image_size is None:
+        raise ValueError(
+            "`image_size` is needed to export this MaskRCNN (the side it detects at, a multiple "
+            "of 64); only models converted from torchvision carry their own preprocessing."
+        )
+    else:
+        detect = _letterbox_detect(model, check_image_size(image_size))
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    spec = tf.TensorSpec([None, None, 3], tf.uint8, name="image")
+    archive.add_endpoint("serving_default", detect, input_signature=[spec])
+    archive.write_out(path, verbose=False)
+    return path
 
+
+def _letterbox_detect(model, image_size: int):
     def detect(image):
         shape = tf.shape(image)[:2]
         scale = image_size / tf.cast(tf.reduce_max(shape), tf.float32)
@@ -54,9 +79,42 @@ def export_detector(model: keras.Model, path: str, image_size: int) -> str:
             "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
         }
 
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    spec = tf.TensorSpec([None, None, 3], tf.uint8, name="image")
-    archive.add_endpoint("serving_default", detect, input_signature=[spec])
-    archive.write_out(path, verbose=False)
-    return path
+    return detect
+
+
+def _torchvision_detect(model):
+    from lambda_keras.detection.torchvision_mask_rcnn import (
+        MAX_SIZE,
+        MIN_SIZE,
+        canvas_side,
+        torchvision_resize,
+    )
+
+    short, long = canvas_side(MIN_SIZE), canvas_side(MAX_SIZE)
+
+    def on_canvas(resized, size, canvas):
+        padded = tf.image.pad_to_bounding_box(resized, 0, 0, *canvas)
+        return model({"images": padded[None], "image_sizes": size[None]}, training=False)
+
+    def detect(image):
+        shape = tf.shape(image)[:2]
+        resized, size = torchvision_resize(image)
+        out = tf.cond(
+            size[0] <= size[1],
+            lambda: on_canvas(resized, size, (short, long)),
+            lambda: on_canvas(resized, size, (long, short)),
+        )
+        valid = out["valid"][0]
+        ratio = tf.cast(shape, tf.float32) / tf.cast(size, tf.float32)
+        boxes = out["boxes"][0] * tf.concat([ratio, ratio], 0)
+        masks = ops.paste_masks_torchvision(out["masks"][0], boxes, shape)
+        masks = (masks >= 0.5) & valid[:, None, None]
+        return {
+            "boxes": tf.where(valid[:, None], boxes, 0.0),
+            "scores": out["scores"][0],
+            "classes": out["classes"][0],
+            "masks": tf.cast(masks, tf.uint8),
+            "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
+        }
+
+    return detect

@@ -229,7 +229,10 @@ def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
                 f"Reading {path!r} needs PyTorch; or convert timm's model.safetensors instead."
             ) from err
         state = torch.load(path, map_location="cpu", weights_only=True)
-        return {k: t.float().numpy() for k, t in state.items()}
+        for wrapper in ("model", "state_dict"):  # training scripts' {"model": state, ...}
+            if isinstance(state.get(wrapper), dict):
+                state = state[wrapper]
+        return {k: t.float().numpy() for k, t in state.items() if hasattr(t, "float")}
     raise ValueError(
         f"`checkpoint` must be a .safetensors, .bin, .pth or .pt file; received {path!r}."
     )

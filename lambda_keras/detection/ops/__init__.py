@@ -10,6 +10,7 @@ from lambda_keras.detection.ops.anchors import (
     DEFAULT_ASPECT_RATIOS,
     DEFAULT_SIZES,
     pyramid_anchors,
+    torchvision_anchors,
 )
 from lambda_keras.detection.ops.boxes import (
     BBOX_DELTA_CLIP,
@@ -22,7 +23,7 @@ from lambda_keras.detection.ops.boxes import (
     from_coco,
     to_coco,
 )
-from lambda_keras.detection.ops.masks import crop_masks, paste_masks
+from lambda_keras.detection.ops.masks import crop_masks, paste_masks, paste_masks_torchvision
 from lambda_keras.detection.ops.nms import batched_nms, nms
 from lambda_keras.detection.ops.roi_align import (
     assign_pyramid_levels,
@@ -47,7 +48,9 @@ __all__ = [
     "multilevel_roi_align",
     "nms",
     "paste_masks",
+    "paste_masks_torchvision",
     "pyramid_anchors",
     "roi_align",
     "to_coco",
+    "torchvision_anchors",
 ]

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
 
-__all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors"]
+__all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors", "torchvision_anchors"]
 
 # Mask R-CNN with FPN (He et al., 2017): one size per level P2..P6, three aspect ratios.
 DEFAULT_SIZES = {2: 32.0, 3: 64.0, 4: 128.0, 5: 256.0, 6: 512.0}
@@ -67,3 +68,63 @@ def _level_anchors(height: int, width: int, level: int, size: float, ratios) -> 
     centres = tf.stack([cy, cx], -1)[:, :, None, :]  # [h, w, 1, 2]
     boxes = tf.concat([centres - half, centres + half], -1)  # [h, w, A, 4]
     return tf.reshape(boxes, [-1, 4])
+
+
+def torchvision_anchors(
+    canvas_size: tuple[int, int],
+    padded_sizes: tf.Tensor,
+    sizes: dict[int, float] | None = None,
+    aspect_ratios: tuple[float, ...] = DEFAULT_ASPECT_RATIOS,
+) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+    """torchvision's ``AnchorGenerator`` for images padded to ``padded_sizes`` inside a batch
+    of ``canvas_size``.
+
+    torchvision's rule, unlike :func:`pyramid_anchors`: a cell's anchors are centred on its
+    top-left corner ``(i s, j s)``, their half-sides are rounded to whole pixels, and the
+    stride ``s`` of a level is ``padded_size // cells`` (64 for P6 only when the padded side is
+    a multiple of 64; 800 pixels give P6 13 cells of stride 61). Each image has its own anchors;
+    the cells of the canvas beyond an image's ``ceil(padded_size / 2**level)`` are not valid.
+
+    Args:
+        canvas_size: ``(height, width)`` of the batch, multiples of the largest stride.
+        padded_sizes: ``[batch, 2]`` int, each image's side padded as torchvision pads it
+            (a multiple of 32), at most ``canvas_size``.
+
+    Returns:
+        ``(anchors, valid)``: ``{"P<level>": [batch, n_level, 4]}`` float32 boxes in the order
+        of :func:`pyramid_anchors`, and ``{"P<level>": [batch, n_level]}`` bool.
+    """
+    sizes = DEFAULT_SIZES if sizes is None else sizes
+    height = v.positive_int("canvas_size[0]", canvas_size[0])
+    width = v.positive_int("canvas_size[1]", canvas_size[1])
+    padded = tf.cast(padded_sizes, tf.int32)
+    anchors, valid = {}, {}
+    for level, size in sorted(sizes.items()):
+        stride = 2**level
+        rows, cols = height // stride, width // stride
+        cells = -(-padded // stride)  # [b, 2]
+        steps = tf.cast(padded // cells, tf.float32)  # [b, 2]
+        base = tf.constant(_rounded_cell_anchors(size, aspect_ratios))  # [A, 4]
+        ys = tf.range(rows, dtype=tf.float32)[None, :] * steps[:, :1]  # [b, rows]
+        xs = tf.range(cols, dtype=tf.float32)[None, :] * steps[:, 1:]  # [b, cols]
+        ys = tf.broadcast_to(ys[:, :, None, None], [tf.shape(padded)[0], rows, cols, 1])
+        xs = tf.broadcast_to(xs[:, None, :, None], tf.shape(ys))
+        shifts = tf.concat([ys, xs, ys, xs], -1)[:, :, :, None, :]  # [b, rows, cols, 1, 4]
+        boxes = shifts + base
+        anchors[f"P{level}"] = tf.reshape(boxes, [tf.shape(padded)[0], -1, 4])
+        inside = (tf.range(rows)[None, :, None] < cells[:, None, None, :1]) & (
+            tf.range(cols)[None, None, :] < cells[:, None, None, 1]
+        )
+        inside = tf.repeat(inside[..., None], len(aspect_ratios), -1)
+        valid[f"P{level}"] = tf.reshape(inside, [tf.shape(padded)[0], -1])
+    return anchors, valid
+
+
+def _rounded_cell_anchors(size: float, aspect_ratios) -> list[list[float]]:
+    """One cell's anchors ``(y1, x1, y2, x2)`` around 0, torchvision's float32 arithmetic and
+    rounding (half to even)."""
+    ratios = np.asarray(aspect_ratios, np.float32)
+    h_ratios = np.sqrt(ratios)
+    w_ratios = np.float32(1) / h_ratios
+    hs, ws = h_ratios * np.float32(size), w_ratios * np.float32(size)
+    return np.round(np.stack([-hs, -ws, hs, ws], 1) / np.float32(2)).tolist()

@@ -19,7 +19,7 @@ from lambda_keras import _validation as v
 from lambda_keras.detection.ops import _checks
 from lambda_keras.detection.ops.roi_align import _roi_align_flat
 
-__all__ = ["crop_masks", "paste_masks"]
+__all__ = ["crop_masks", "paste_masks", "paste_masks_torchvision"]
 
 
 def _interpolation_matrix(start, end, image_size, mask_size: int) -> tf.Tensor:
@@ -61,6 +61,53 @@ def paste_masks(
     cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2])
     pasted = tf.matmul(tf.matmul(rows, masks), cols, transpose_b=True)
     return pasted if threshold is None else pasted >= threshold
+
+
+def paste_masks_torchvision(
+    masks: tf.Tensor, boxes: tf.Tensor, image_shape: tuple[int, int]
+) -> tf.Tensor:
+    """Paste per-box masks into the image by torchvision's rule (``paste_masks_in_image``), for
+    models converted from torchvision.
+
+    The ``M x M`` mask is padded with one row and column of zeros on each side, its box grown
+    by ``(M + 2) / M`` about its centre and truncated to whole pixels ``b0 .. b1`` (both
+    included), and the padded mask resized bilinearly (``align_corners=False``) to those
+    ``b1 - b0 + 1`` pixels.
+
+    Args:
+        masks: ``[n, M, M]`` mask probabilities; boxes: ``[n, 4]`` ``(y1, x1, y2, x2)`` pixels.
+        image_shape: ``(height, width)`` of the image (ints or an int32 tensor).
+
+    Returns:
+        ``[n, height, width]`` float32 probabilities (threshold at 0.5 for binary masks).
+    """
+    masks = _checks.tensor("masks", masks, 3, "[n, M, M]")
+    boxes = _checks.boxes("boxes", boxes, 2, "[n, 4]")
+    _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
+    padded = tf.pad(masks, [[0, 0], [1, 1], [1, 1]])
+    rows = _torchvision_matrix(boxes[:, 0], boxes[:, 2], image_shape[0], masks.shape[1])
+    cols = _torchvision_matrix(boxes[:, 1], boxes[:, 3], image_shape[1], masks.shape[2])
+    return tf.matmul(tf.matmul(rows, padded), cols, transpose_b=True)
+
+
+def _torchvision_matrix(start, end, image_size, mask_size: int) -> tf.Tensor:
+    """``[n, image_size, mask_size + 2]``: torchvision's paste weights along one axis."""
+    size = mask_size + 2
+    centre, half = (start + end) * 0.5, (end - start) * 0.5 * (size / mask_size)
+    first = tf.cast(centre - half, tf.int32)  # truncation toward zero, as torch's .to(int64)
+    extent = tf.maximum(tf.cast(centre + half, tf.int32) - first + 1, 1)
+    offset = tf.range(image_size)[None, :] - first[:, None]  # [n, I]
+    inside = (offset >= 0) & (offset < extent[:, None])
+    scale = float(size) / tf.cast(extent, tf.float32)[:, None]
+    src = tf.maximum((tf.cast(offset, tf.float32) + 0.5) * scale - 0.5, 0.0)
+    low = tf.floor(src)
+    frac = src - low
+    low = tf.cast(low, tf.int32)
+    high = tf.minimum(low + 1, size - 1)
+    weights = (
+        tf.one_hot(low, size) * (1.0 - frac)[..., None] + tf.one_hot(high, size) * frac[..., None]
+    )
+    return tf.where(inside[..., None], weights, 0.0)
 
 
 def crop_masks(

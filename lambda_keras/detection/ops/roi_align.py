@@ -104,6 +104,7 @@ def multilevel_roi_align(
     aligned: bool = True,
     canonical_size: float = 224.0,
     canonical_level: int = 4,
+    valid_sizes: tf.Tensor | None = None,
 ) -> tf.Tensor:
     """ROIAlign over a feature pyramid: each box is pooled from the level
     :func:`assign_pyramid_levels` gives it.
@@ -112,6 +113,10 @@ def multilevel_roi_align(
         features: ``{"P<level>": [batch, h_level, w_level, channels]}``, the level-``l`` map of
             stride ``2**l`` (e.g. ``"P2"`` ... ``"P5"``); the same number of channels on each.
         boxes: ``[batch, num_boxes, 4]`` in image pixels.
+        valid_sizes: ``[batch, 2]`` int, per image the ``(height, width)`` in pixels of the part
+            of the maps that holds its image (the rest is padding of a larger batch): the
+            border rule above applies at ``ceil(valid_size / stride)`` cells instead of at the
+            maps' edges, so an image gives what it gives alone in a batch of its own size.
 
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
@@ -143,11 +148,22 @@ def multilevel_roi_align(
         - levels[0]
     )
     scales = tf.constant([2.0**-level for level in levels], tf.float32)
+    heights = tf.gather(tf.stack([s[1] for s in shapes]), index)
+    widths = tf.gather(tf.stack([s[2] for s in shapes]), index)
+    limits = None
+    if valid_sizes is not None:
+        strides = tf.gather(tf.constant([2**level for level in levels], tf.int32), index)
+        valid = tf.cast(valid_sizes, tf.int32)[:, None, :]
+        limits = (
+            tf.minimum(-(-valid[..., 0] // strides), heights),
+            tf.minimum(-(-valid[..., 1] // strides), widths),
+        )
     return _roi_align_flat(
         flat,
         boxes * tf.gather(scales, index)[..., None],
-        heights=tf.gather(tf.stack([s[1] for s in shapes]), index),
-        widths=tf.gather(tf.stack([s[2] for s in shapes]), index),
+        heights=heights,
+        widths=widths,
+        limits=limits,
         offsets=tf.gather(offsets, index),
         output_size=_output_size(output_size),
         sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
@@ -210,16 +226,21 @@ def _axis_samples(start, end, size, bins: int, ratio: int, aligned: bool):
     return low, high, (1.0 - frac) * inside, frac * inside
 
 
-def _roi_align_flat(flat, boxes, *, heights, widths, offsets, output_size, sampling_ratio, aligned):
+def _roi_align_flat(
+    flat, boxes, *, heights, widths, offsets, output_size, sampling_ratio, aligned, limits=None
+):
     """ROIAlign where each box samples its own ``heights x widths`` map stored row-major at
-    ``offsets`` in ``flat`` ``[batch, positions, channels]``; boxes already in map cells."""
+    ``offsets`` in ``flat`` ``[batch, positions, channels]``; boxes already in map cells.
+    ``limits`` (``(rows, columns)``, each ``[b, n]``, at most the map's) moves the border rule
+    to the part of the map that holds the box's image."""
     out_h, out_w = output_size
     ratio = sampling_ratio
+    limit_h, limit_w = (heights, widths) if limits is None else limits
     y_low, y_high, wy_low, wy_high = _axis_samples(
-        boxes[..., 0], boxes[..., 2], heights, out_h, ratio, aligned
+        boxes[..., 0], boxes[..., 2], limit_h, out_h, ratio, aligned
     )
     x_low, x_high, wx_low, wx_high = _axis_samples(
-        boxes[..., 1], boxes[..., 3], widths, out_w, ratio, aligned
+        boxes[..., 1], boxes[..., 3], limit_w, out_w, ratio, aligned
     )
     batch, num_boxes = tf.shape(boxes)[0], tf.shape(boxes)[1]
     channels = tf.shape(flat)[-1]

@@ -35,6 +35,9 @@ def test_ops_match_torchvision():
         "box_iou",
         "paste_masks",
         "encode_boxes",
+        "paste_masks_torchvision",
+        "torchvision_anchors",
+        "roi_align_valid_sizes",
     }, result.stdout
     assert all(float(d) <= 1e-5 for d in diffs.values()), result.stdout
     assert equal == {"nms": "True", "batched_nms": "True"}, result.stdout

@@ -54,7 +54,41 @@ def torch_results():
     coder = torchvision.models.detection._utils.BoxCoder((10.0, 10.0, 5.0, 5.0))
     deltas = coder.encode_single(xyxy(targets), xyxy(anchors)).numpy()[:, [1, 0, 3, 2]]
     out["encode_boxes"] = (targets, anchors, deltas)
+    out["paste_masks_torchvision"] = _torchvision_paste(masks, mboxes, 40, 48)
+    out["torchvision_anchors"] = _torchvision_anchors((800, 1088))
+    # ROIAlign of a 20 x 24 map (stride 4) that a batch pads to 32 x 40 with other values.
+    small = RNG.normal(size=(1, 4, 20, 24)).astype("float32")
+    fboxes = random_boxes(16, 80).clip(0, 80)
+    pooled = torchvision.ops.roi_align(
+        torch.from_numpy(small),
+        torch.cat([torch.zeros(16, 1), xyxy(fboxes)], 1),
+        7,
+        0.25,
+        sampling_ratio=2,
+    )
+    out["roi_align_valid_sizes"] = (small, fboxes, pooled.numpy())
     return out
+
+
+def _torchvision_paste(masks, boxes, height, width):
+    from torchvision.models.detection.roi_heads import paste_masks_in_image
+
+    pasted = paste_masks_in_image(torch.from_numpy(masks)[:, None], xyxy(boxes), (height, width))
+    return pasted[:, 0].numpy()
+
+
+def _torchvision_anchors(padded):
+    """torchvision's anchors (y1, x1, y2, x2) for one image padded to ``padded``."""
+    from torchvision.models.detection.anchor_utils import AnchorGenerator
+    from torchvision.models.detection.image_list import ImageList
+
+    generator = AnchorGenerator(((32,), (64,), (128,), (256,), (512,)), ((0.5, 1.0, 2.0),) * 5)
+    sides = [(-(-padded[0] // s), -(-padded[1] // s)) for s in (4, 8, 16, 32, 64)]
+    maps = [torch.zeros(1, 1, *side) for side in sides]
+    images = ImageList(torch.zeros(1, 3, *padded), [padded])
+    anchors = generator(images, maps)[0].numpy()[:, [1, 0, 3, 2]]
+    counts = [3 * h * w for h, w in sides]
+    return padded, np.split(anchors, np.cumsum(counts)[:-1])
 
 
 def _grid_sample_paste(masks, boxes, height, width):
@@ -95,6 +129,26 @@ def main():
     targets, anchors, expected = reference["encode_boxes"]
     got = ops.encode_boxes(targets, anchors, (10.0, 10.0, 5.0, 5.0)).numpy()
     print(f"encode_boxes max_diff={np.abs(got - expected).max():.3g}")
+    got = ops.paste_masks_torchvision(masks, mboxes, (40, 48)).numpy()
+    expected = reference["paste_masks_torchvision"]
+    print(f"paste_masks_torchvision max_diff={np.abs(got - expected).max():.3g}")
+    padded, expected = reference["torchvision_anchors"]
+    canvas = (-(-padded[0] // 64) * 64 + 64, -(-padded[1] // 64) * 64)
+    anchors, valid = ops.torchvision_anchors(canvas, [padded])
+    diffs = [
+        np.abs(anchors[f"P{level}"].numpy()[0][valid[f"P{level}"].numpy()[0]] - e).max()
+        for level, e in zip(range(2, 7), expected, strict=True)
+    ]
+    print(f"torchvision_anchors max_diff={max(diffs):.3g}")
+    small, fboxes, expected = reference["roi_align_valid_sizes"]
+    canvas = RNG.normal(size=(1, 32, 40, 4)).astype("float32")
+    canvas[:, :20, :24] = small.transpose(0, 2, 3, 1)
+    pyramid = {"P2": canvas}
+    got = ops.multilevel_roi_align(
+        pyramid, fboxes[None], 7, aligned=False, valid_sizes=[[80, 96]]
+    ).numpy()[0]
+    expected = expected.transpose(0, 2, 3, 1)
+    print(f"roi_align_valid_sizes max_diff={np.abs(got - expected).max():.3g}")
 
 
 if __name__ == "__main__":

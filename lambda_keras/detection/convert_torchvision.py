@@ -1,0 +1,78 @@
+"""Convert a torchvision Mask R-CNN checkpoint to Keras weights.
+
+    python -m lambda_keras.detection.convert_torchvision --model=maskrcnn_resnet50_fpn \\
+        --checkpoint=maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth --output=coco.weights.h5
+
+Reading ``.pth`` needs PyTorch (a converter-time dependency only). Strict: every tensor of the
+checkpoint is used once and every weight of the model is set; a checkpoint of another model
+(Faster R-CNN, keypoint R-CNN, ``maskrcnn_resnet50_fpn_v2``), a missing or extra tensor or a
+shape that does not fit is an error naming the tensor, and nothing is written. The classes are
+the checkpoint's (its ``cls_score`` rows minus the background). Load the result with
+``maskrcnn_resnet50_fpn(weights=PATH, num_classes=...)``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from lambda_keras.detection import torchvision_checkpoint
+from lambda_keras.zoo import weights as weights_lib
+from lambda_keras.zoo.timm_checkpoint import read_checkpoint
+
+__all__ = ["MODELS", "convert"]
+
+MODELS = ("maskrcnn_resnet50_fpn",)
+
+
+def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:
+    """Convert ``checkpoint`` (torchvision's ``model_name``) to ``output`` (``.weights.h5``),
+    written atomically and only when every tensor converted. Returns ``output``."""
+    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+
+    if model_name not in MODELS:
+        raise ValueError(f"`model` must be one of {', '.join(MODELS)}; received {model_name!r}.")
+    output = os.fspath(output)
+    if not output.endswith(".weights.h5"):
+        raise ValueError(f"`output` must end in .weights.h5; received {output!r}.")
+    state = torchvision_checkpoint.normalise_names(read_checkpoint(checkpoint))
+    classes = torchvision_checkpoint.checkpoint_num_classes(state)
+    model = maskrcnn_resnet50_fpn(weights=None, num_classes=classes)
+    torchvision_checkpoint.assign_checkpoint(model, state)
+    weights_lib.save_weights_atomically(model, output)
+    return output
+
+
+def define_flags(flag_values=None):
+    """The command line's flags on ``flag_values`` (absl's global ``FLAGS`` by default)."""
+    from absl import flags
+
+    flag_values = flags.FLAGS if flag_values is None else flag_values
+    flags.DEFINE_enum("model", None, MODELS, "torchvision's model.", flag_values=flag_values)
+    flags.DEFINE_string(
+        "checkpoint", None, "torchvision checkpoint (.pth).", flag_values=flag_values
+    )
+    flags.DEFINE_string(
+        "output", None, "Keras weights file to write (.weights.h5).", flag_values=flag_values
+    )
+    flags.mark_flags_as_required(["model", "checkpoint", "output"], flag_values=flag_values)
+    return flag_values
+
+
+def main(argv) -> None:
+    from absl import flags
+
+    del argv
+    values = flags.FLAGS
+    try:
+        path = convert(values.model, values.checkpoint, values.output)
+    except (ValueError, ImportError) as err:
+        sys.exit(f"convert_torchvision: {err} Nothing was written.")
+    print(f"Wrote {path}")
+
+
+if __name__ == "__main__":
+    from absl import app
+
+    define_flags()
+    app.run(main)

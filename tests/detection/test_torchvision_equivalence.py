@@ -1,0 +1,42 @@
+"""The converted ``maskrcnn_resnet50_fpn`` gives torchvision's detections (``-m slow``).
+
+``pip install torch==2.14.1 torchvision==0.29.1 scikit-image``. The comparison runs in a
+subprocess because PyTorch must be imported before TensorFlow in one process.
+"""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).with_name("torchvision_equivalence.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("torchvision", "skimage")),
+    reason="torchvision and scikit-image are test-time references installed by hand",
+)
+def test_exported_model_gives_torchvisions_detections(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), f"--workdir={tmp_path}"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("summary "))
+    value = lambda key: float(re.search(rf"{key}=(\S+)", summary)[1])  # noqa: E731
+    assert value("matched_share") == 1.0, result.stdout
+    assert value("torchvision") > 300, summary  # detections on five photos
+    assert value("max_box_diff") <= 0.05, summary  # pixels
+    assert value("max_score_diff") <= 1e-3, summary
+    assert value("max_mask_pixels_differing") <= 1e-3, summary

@@ -1,0 +1,123 @@
+"""torchvision's maskrcnn_resnet50_fpn as a Keras model: images padded into any larger batch
+give the same maps inside the image, the builder's arguments, the COCO download's hash rule,
+fine-tuning's re-initialised class layers, saving and export arguments."""
+
+import hashlib
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.detection import torchvision_builders as builders
+from lambda_keras.detection.serving import export_detector
+from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
+
+from .tiny import tiny_backbone
+
+
+@pytest.fixture(scope="module")
+def model():
+    return maskrcnn_resnet50_fpn()
+
+
+def test_an_image_gives_the_same_maps_in_any_larger_batch(model):
+    rng = np.random.default_rng(0)
+    image = rng.uniform(0, 255, (150, 200, 3)).astype("float32")
+    sizes = np.array([[150, 200]], "int32")
+    maps = []
+    for canvas in ((192, 256), (256, 320)):
+        batch = rng.uniform(0, 255, (1, *canvas, 3)).astype("float32")  # other padding
+        batch[0, :150, :200] = image
+        _, features = model._features(batch, False, sizes)
+        maps.append(features)
+    # torchvision pads to 160 x 224: P2 40 x 56 cells ... P6 3 x 4 (ceil of P5's 5 x 7 / 2).
+    for level, (rows, cols) in {"P2": (40, 56), "P4": (10, 14), "P6": (3, 4)}.items():
+        small, large = (m[level].numpy()[0] for m in maps)
+        np.testing.assert_allclose(small[:rows, :cols], large[:rows, :cols], atol=1e-4)
+        assert np.abs(small[:rows, :cols]).max() > 0.01
+        assert not small[rows:].any() and not large[:, cols:].any()  # zero beyond the image
+
+
+def test_detections_and_their_config(model):
+    model.score_threshold = 0.0  # random weights: every class scores about 1 / 91
+    try:
+        images = np.random.default_rng(1).uniform(0, 255, (1, 128, 192, 3)).astype("float32")
+        out = model({"images": images, "image_sizes": [[100, 150]]})
+    finally:
+        model.score_threshold = 0.05
+    assert out["boxes"].shape == (1, 100, 4) and out["masks"].shape == (1, 100, 28, 28)
+    boxes = out["boxes"].numpy()[0][out["valid"].numpy()[0]]
+    assert len(boxes) == 100
+    assert (boxes[:, 2] <= 100).all() and (boxes[:, 3] <= 150).all()  # clipped to the image
+    assert (boxes[:, 2] > 90).any()  # some reach the image's edge
+    assert model.categories[0] == {"id": 1, "name": "person"}
+    assert model.categories[11] == {"id": 12, "name": "N/A"}  # an id COCO leaves unused
+    config = model.get_config()
+    assert config["num_classes"] == 90 and config["rpn_top_k"] == (2000, 2000, 1000, 1000)
+
+
+def test_saved_and_loaded_gives_the_same_weights(model, tmp_path):
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, TorchvisionMaskRCNN) and loaded.categories == model.categories
+    np.testing.assert_array_equal(
+        loaded.box_head.fc1.kernel.numpy(), model.box_head.fc1.kernel.numpy()
+    )
+
+
+def test_fine_tuning_keeps_all_but_the_class_layers(model, tmp_path):
+    path = str(tmp_path / "coco.weights.h5")
+    model.save_weights(path)
+    tuned = maskrcnn_resnet50_fpn(weights=path, num_classes=3, reset_class_layers=True)
+    np.testing.assert_array_equal(
+        tuned.mask_head.convs[0].kernel.numpy(), model.mask_head.convs[0].kernel.numpy()
+    )
+    np.testing.assert_array_equal(
+        tuned.fpn.lateral["P3"].kernel.numpy(), model.fpn.lateral["P3"].kernel.numpy()
+    )
+    assert tuned.box_head.logits.kernel.shape == (1024, 4)
+    assert tuned.mask_head.logits.kernel.shape == (1, 1, 256, 3)
+    assert tuned.categories is None
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"weights": "coco", "num_classes": 5},
+            ValueError,
+            "weights='coco' has 90 classes.*received num_classes=5.*reset_class_layers=True",
+        ),
+        ({"weights": "coco", "num_classes": 91}, ValueError, "91 labels without the background"),
+        ({"num_classes": 0}, ValueError, "`num_classes` must be a positive int; received 0"),
+        ({"weights": "missing.weights.h5"}, ValueError, "existing .weights.h5 file.*missing"),
+        ({"weights": 3}, TypeError, "`weights` must be None, 'coco' or a path"),
+        ({"trainable_backbone_layers": 6}, ValueError, "from 0 to 5; received 6"),
+    ],
+)
+def test_builder_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        maskrcnn_resnet50_fpn(**kwargs)
+
+
+def test_a_download_is_checked_against_the_hash_in_its_name(tmp_path):
+    content = b"not torchvision's checkpoint"
+    digest = hashlib.sha256(content).hexdigest()
+    good = tmp_path / f"model-{digest[:8]}.pth"
+    good.write_bytes(content)
+    builders.check_hash_prefix(str(good))  # no error
+    bad = tmp_path / "maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
+    bad.write_bytes(content)
+    with pytest.raises(ValueError, match="not the 'bf2d0c1e'.*removed"):
+        builders.check_hash_prefix(str(bad))
+    assert not bad.exists()
+
+
+def test_the_projects_own_mask_rcnn_still_needs_an_image_size(tmp_path):
+    from lambda_keras.detection import MaskRCNN
+
+    with pytest.raises(ValueError, match="`image_size` is needed to export this MaskRCNN"):
+        export_detector(MaskRCNN(tiny_backbone(), num_classes=3), str(tmp_path / "sm"))
+    assert not (tmp_path / "sm").exists()

@@ -1,0 +1,226 @@
+"""The converted ``maskrcnn_resnet50_fpn`` against torchvision's own model, given the same
+(random) weights, on real photos.
+
+Run as a script (PyTorch must be imported before TensorFlow in one process)::
+
+    python tests/detection/torchvision_equivalence.py [--photos=N] [--workdir=DIR]
+
+torchvision builds ``maskrcnn_resnet50_fpn`` (91 labels) with a fixed seed; its batch norms'
+statistics are set from the photos and their affine parameters perturbed, every epsilon set to
+0 (as torchvision does for its COCO weights), and the class, box and objectness layers scaled so
+that detections are many and varied. The state dict is saved as ``.pth``, converted with
+``python -m lambda_keras.detection.convert_torchvision`` and loaded by
+``maskrcnn_resnet50_fpn(weights=...)``, which is exported as a SavedModel with
+``export_detector`` (no ``image_size``). Both detect on each photo (non-square scikit-image and
+scikit-learn samples) at torchvision's own preprocessing. Detections are matched greedily by
+class and box IoU >= 0.9; one line per photo, then a ``summary`` line. Scores below 0.3 are
+dropped on both sides, so that on some photos the threshold and on others the best-100 cut
+decides what is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np
+import torch  # before TensorFlow
+import torchvision
+
+LABELS = 91
+SEED = 0
+# Above the lowest scores of some photos' best 100 only: both the threshold and the top-100 cut
+# decide which detections are kept.
+SCORE_THRESHOLD = 0.3
+
+
+def photos(count: int) -> dict[str, np.ndarray]:
+    import skimage.data
+    from sklearn.datasets import load_sample_images
+
+    china, flower = load_sample_images().images
+    found = {
+        "chelsea": skimage.data.chelsea(),  # 300 x 451
+        "china": china,  # 427 x 640
+        "coffee": skimage.data.coffee(),  # 400 x 600
+        "flower": flower[:, 60:380],  # 427 x 320, upright
+        "rocket": skimage.data.rocket(),  # 427 x 640
+    }
+    return dict(list(found.items())[:count])
+
+
+def torchvision_model(images: list[np.ndarray]) -> torch.nn.Module:
+    torch.manual_seed(SEED)
+    model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=LABELS
+    )
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    for bn in norms:
+        bn.momentum = None  # running statistics = the mean over the calibration batches
+        bn.reset_running_stats()
+    model.train()
+    with torch.no_grad():
+        for image in images:  # one batch per photo: statistics from real photos
+            batch, _ = model.transform([as_tensor(image)])
+            model.backbone(batch.tensors)
+    model.eval()
+    model.roi_heads.score_thresh = SCORE_THRESHOLD
+    generator = torch.Generator().manual_seed(SEED)
+    with torch.no_grad():
+        for bn in norms:
+            bn.eps = 0.0
+            bn.weight.mul_(0.5 + torch.rand(bn.weight.shape, generator=generator))
+            bn.bias.add_(0.1 * torch.randn(bn.bias.shape, generator=generator))
+        scale_outputs(model, images[0])
+    return model
+
+
+def scale_outputs(model, image) -> None:
+    """Scale the heads' last layers so that their outputs have a chosen spread."""
+    seen = {}
+
+    def keep(name):
+        return lambda module, inputs, output: seen.__setitem__(name, output)
+
+    heads = model.roi_heads.box_predictor
+    layers = {"cls": heads.cls_score, "box": heads.bbox_pred, "rpn": model.rpn.head.bbox_pred}
+    hooks = [layer.register_forward_hook(keep(name)) for name, layer in layers.items()]
+    model([as_tensor(image)])
+    for hook in hooks:
+        hook.remove()
+    targets = {"cls": 1.5, "box": 1.0, "rpn": 0.1}
+    for name, layer in layers.items():
+        values = seen[name][0] if isinstance(seen[name], (list, tuple)) else seen[name]
+        factor = targets[name] / float(values.std())
+        layer.weight.mul_(factor)
+        layer.bias.mul_(factor)
+
+
+def as_tensor(image: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(image).permute(2, 0, 1).float() / 255.0
+
+
+def torchvision_detections(model, image) -> dict[str, np.ndarray]:
+    with torch.no_grad():
+        out = model([as_tensor(image)])[0]
+    boxes = out["boxes"].numpy()[:, [1, 0, 3, 2]]  # (x1, y1, x2, y2) -> (y1, x1, y2, x2)
+    return {
+        "boxes": boxes,
+        "scores": out["scores"].numpy(),
+        "classes": out["labels"].numpy() - 1,
+        "masks": out["masks"].numpy()[:, 0] >= 0.5,
+    }
+
+
+def keras_detections(served, image) -> dict[str, np.ndarray]:
+    import tensorflow as tf
+
+    out = served.signatures["serving_default"](image=tf.constant(image))
+    n = int(out["num_detections"])
+    return {
+        "boxes": out["boxes"].numpy()[:n],
+        "scores": out["scores"].numpy()[:n],
+        "classes": out["classes"].numpy()[:n],
+        "masks": out["masks"].numpy()[:n].astype(bool),
+    }
+
+
+def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``[n, 4]`` x ``[m, 4]`` -> ``[n, m]``."""
+    tl = np.maximum(a[:, None, :2], b[None, :, :2])
+    br = np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.prod(np.clip(br - tl, 0, None), -1)
+    area = lambda x: np.prod(x[:, 2:] - x[:, :2], -1)  # noqa: E731
+    return inter / np.maximum(area(a)[:, None] + area(b)[None, :] - inter, 1e-9)
+
+
+def compare(ref: dict, got: dict) -> dict:
+    overlaps = iou(ref["boxes"], got["boxes"])
+    same_class = ref["classes"][:, None] == got["classes"][None, :]
+    overlaps = np.where(same_class, overlaps, 0.0)
+    used, pairs = set(), []
+    for i in range(len(ref["scores"])):
+        order = [j for j in np.argsort(-overlaps[i]) if j not in used and overlaps[i, j] >= 0.9]
+        if order:
+            used.add(order[0])
+            pairs.append((i, order[0]))
+    unmatched = sorted(set(range(len(ref["scores"]))) - {i for i, _ in pairs})
+    box = max((np.abs(ref["boxes"][i] - got["boxes"][j]).max() for i, j in pairs), default=0.0)
+    score = max((abs(ref["scores"][i] - got["scores"][j]) for i, j in pairs), default=0.0)
+    pixels = [np.mean(ref["masks"][i] != got["masks"][j]) for i, j in pairs]
+    return {
+        "torchvision": len(ref["scores"]),
+        "keras": len(got["scores"]),
+        "matched": len(pairs),
+        "max_box_diff": float(box),
+        "max_score_diff": float(score),
+        "max_mask_pixels_differing": float(max(pixels, default=0.0)),
+        "unmatched": ",".join(f"{i}:{ref['scores'][i]:.4f}" for i in unmatched) or "-",
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--photos", type=int, default=5)
+    parser.add_argument("--workdir", default=None)
+    args = parser.parse_args()
+    workdir = args.workdir or tempfile.mkdtemp()
+    images = photos(args.photos)
+    torch.set_num_threads(2)
+    model = torchvision_model(list(images.values()))
+    checkpoint = os.path.join(workdir, "maskrcnn.pth")
+    torch.save(model.state_dict(), checkpoint)
+    references = {name: torchvision_detections(model, image) for name, image in images.items()}
+    weights = os.path.join(workdir, "maskrcnn.weights.h5")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lambda_keras.detection.convert_torchvision",
+            "--model=maskrcnn_resnet50_fpn",
+            f"--checkpoint={checkpoint}",
+            f"--output={weights}",
+        ],
+        check=True,
+    )
+    import tensorflow as tf
+
+    from lambda_keras.detection.serving import export_detector
+    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+
+    keras_model = maskrcnn_resnet50_fpn(
+        weights=weights, num_classes=LABELS - 1, score_threshold=SCORE_THRESHOLD
+    )
+    served = tf.saved_model.load(export_detector(keras_model, os.path.join(workdir, "sm")))
+    print(
+        "lowest scores kept: "
+        + " ".join(f"{name}={references[name]['scores'].min():.4f}" for name in images)
+    )
+    totals = {"torchvision": 0, "keras": 0, "matched": 0}
+    worst = {"max_box_diff": 0.0, "max_score_diff": 0.0, "max_mask_pixels_differing": 0.0}
+    for name, image in images.items():
+        result = compare(references[name], keras_detections(served, image))
+        print(
+            f"photo={name} shape={image.shape[:2]} "
+            + " ".join(
+                f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()
+            )
+        )
+        for key in totals:
+            totals[key] += result[key]
+        for key in worst:
+            worst[key] = max(worst[key], result[key])
+    share = totals["matched"] / max(totals["torchvision"], totals["keras"], 1)
+    print(
+        f"summary matched_share={share:.4f} "
+        + " ".join(f"{k}={v}" for k, v in {**totals, **worst}.items())
+    )
+
+
+if __name__ == "__main__":
+    main()
