@@ -10,6 +10,15 @@ measured in the same run. Medians of ``--repeats`` after one warm-up.
 
     python benchmarks/bench_detection.py                       # 512 and 1024, both backbones
     python benchmarks/bench_detection.py --sizes=512 --backbones=resnet_rs50 --repeats=2
+
+``--converted`` instead times torchvision's ``maskrcnn_resnet50_fpn`` against the same model
+converted (``lambda_keras.detection.maskrcnn_resnet50_fpn``, random weights copied from
+torchvision's through the converter) on scikit-learn's two sample photos at torchvision's own
+preprocessing (shorter side 800, longer at most 1333): torchvision's ``model([image])``, the
+exported SavedModel's ``serving_default`` (resizing and mask pasting included) and the Keras
+model on its batch alone (``tf.function``), with ``--threads`` threads each (default 2).
+
+    python benchmarks/bench_detection.py --converted --repeats=3
 """
 
 from __future__ import annotations
@@ -30,6 +39,15 @@ if HAVE_TORCHVISION:
     import torchvision
 
 from lambda_keras.detection.image_size import SIZE_MULTIPLE  # noqa: E402  after torch
+
+
+def _set_threads(threads: int) -> None:
+    import tensorflow as tf
+
+    if HAVE_TORCHVISION:
+        torch.set_num_threads(threads)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
 
 
 def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
@@ -103,6 +121,54 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
     return batch / seconds, median_seconds(train_step, repeats, warmups=1)
 
 
+def converted_rows(repeats: int) -> None:
+    """The converted-model table (module docstring)."""
+    import tempfile
+
+    from sklearn.datasets import load_sample_images
+
+    photos = dict(zip(("china", "flower"), load_sample_images().images, strict=True))
+    with tempfile.TemporaryDirectory() as workdir:
+        model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+            weights=None, weights_backbone=None, num_classes=91
+        ).eval()
+        checkpoint = os.path.join(workdir, "maskrcnn.pth")
+        torch.save(model.state_dict(), checkpoint)
+        import tensorflow as tf
+
+        from lambda_keras.detection import maskrcnn_resnet50_fpn
+        from lambda_keras.detection.convert_torchvision import convert
+        from lambda_keras.detection.serving import export_detector
+        from lambda_keras.detection.torchvision_mask_rcnn import canvas_side, torchvision_resize
+
+        weights = convert("maskrcnn_resnet50_fpn", checkpoint, f"{workdir}/m.weights.h5")
+        keras_model = maskrcnn_resnet50_fpn(weights=weights)
+        served = tf.saved_model.load(export_detector(keras_model, f"{workdir}/sm"))
+        serve = served.signatures["serving_default"]
+        detect = tf.function(keras_model)
+        print("| photo | resized | torchvision (s) | SavedModel (s) | Keras model (s) | ratio |")
+        print("|---|---|---|---|---|---|")
+        for name, photo in photos.items():
+            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+
+            def run_torchvision():
+                with torch.inference_mode():
+                    model([tensor])
+
+            reference = median_seconds(run_torchvision, repeats, warmups=1)
+            image = tf.constant(photo)
+            saved = median_seconds(lambda: serve(image=image), repeats, warmups=1)
+            resized, size = torchvision_resize(image)
+            h, w = (int(s) for s in size)
+            batch = tf.image.pad_to_bounding_box(resized, 0, 0, canvas_side(h), canvas_side(w))
+            inputs = {"images": batch[None], "image_sizes": tf.constant([[h, w]])}
+            alone = median_seconds(lambda: detect(inputs)["boxes"].numpy(), repeats, warmups=1)
+            print(
+                f"| {name} {photo.shape[0]}x{photo.shape[1]} | {h}x{w} | {reference:.2f} | "
+                f"{saved:.2f} | {alone:.2f} | {saved / reference:.2f}x |"
+            )
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=sizes(SIZE_MULTIPLE), default=[512, 1024])
@@ -113,10 +179,17 @@ def main(argv=None) -> None:
     )
     parser.add_argument("--batch", type=positive_int, default=1)
     parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--converted", action="store_true", help="the converted-model table")
+    parser.add_argument("--threads", type=positive_int, default=None)
     args = parser.parse_args(argv)
-    threads = os.cpu_count()
-    if HAVE_TORCHVISION:
-        torch.set_num_threads(threads)
+    if args.converted and not HAVE_TORCHVISION:
+        parser.error("--converted compares against torchvision: pip install torchvision")
+    threads = args.threads or (2 if args.converted else os.cpu_count())
+    _set_threads(threads)
+    if args.converted:
+        print(f"maskrcnn_resnet50_fpn at torchvision's preprocessing, {threads} threads each")
+        converted_rows(args.repeats)
+        return
     print(f"Mask R-CNN, batch {args.batch}, {threads} threads, random weights, 80 classes")
     print("| model | size | inference img/s | train step (s) |")
     print("|---|---|---|---|")
