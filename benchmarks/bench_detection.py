@@ -139,7 +139,6 @@ def converted_rows(repeats: int) -> None:
         from lambda_keras.detection import maskrcnn_resnet50_fpn
         from lambda_keras.detection.convert_torchvision import convert
         from lambda_keras.detection.serving import export_detector
-        from lambda_keras.detection.torchvision_mask_rcnn import canvas_side, torchvision_resize
 
         weights = convert("maskrcnn_resnet50_fpn", checkpoint, f"{workdir}/m.weights.h5")
         keras_model = maskrcnn_resnet50_fpn(weights=weights)
@@ -149,24 +148,32 @@ def converted_rows(repeats: int) -> None:
         print("| photo | resized | torchvision (s) | SavedModel (s) | Keras model (s) | ratio |")
         print("|---|---|---|---|---|---|")
         for name, photo in photos.items():
-            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+            print(_photo_row(name, photo, model, serve, detect, repeats))
 
-            def run_torchvision():
-                with torch.inference_mode():
-                    model([tensor])
 
-            reference = median_seconds(run_torchvision, repeats, warmups=1)
-            image = tf.constant(photo)
-            saved = median_seconds(lambda: serve(image=image), repeats, warmups=1)
-            resized, size = torchvision_resize(image)
-            h, w = (int(s) for s in size)
-            batch = tf.image.pad_to_bounding_box(resized, 0, 0, canvas_side(h), canvas_side(w))
-            inputs = {"images": batch[None], "image_sizes": tf.constant([[h, w]])}
-            alone = median_seconds(lambda: detect(inputs)["boxes"].numpy(), repeats, warmups=1)
-            print(
-                f"| {name} {photo.shape[0]}x{photo.shape[1]} | {h}x{w} | {reference:.2f} | "
-                f"{saved:.2f} | {alone:.2f} | {saved / reference:.2f}x |"
-            )
+def _photo_row(name, photo, model, serve, detect, repeats: int) -> str:
+    import tensorflow as tf
+
+    from lambda_keras.detection.torchvision_mask_rcnn import canvas_side, torchvision_resize
+
+    tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+
+    def run_torchvision():
+        with torch.inference_mode():
+            model([tensor])
+
+    reference = median_seconds(run_torchvision, repeats, warmups=1)
+    image = tf.constant(photo)
+    saved = median_seconds(lambda: serve(image=image), repeats, warmups=1)
+    resized, size = torchvision_resize(image)
+    h, w = (int(s) for s in size)
+    batch = tf.image.pad_to_bounding_box(resized, 0, 0, canvas_side(h), canvas_side(w))
+    inputs = {"images": batch[None], "image_sizes": tf.constant([[h, w]])}
+    alone = median_seconds(lambda: detect(inputs)["boxes"].numpy(), repeats, warmups=1)
+    return (
+        f"| {name} {photo.shape[0]}x{photo.shape[1]} | {h}x{w} | {reference:.2f} | "
+        f"{saved:.2f} | {alone:.2f} | {saved / reference:.2f}x |"
+    )
 
 
 def main(argv=None) -> None:

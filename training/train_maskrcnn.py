@@ -5,8 +5,10 @@ shapes data (generated under --shapes_dir as COCO JSON + PNG files), evaluated w
 COCOeval (box and mask AP), then saved as ``model.keras`` and a serving SavedModel under
 --model_dir. Your data: --train_annotations --train_images --val_annotations --val_images.
 ``--recipe=paper`` is App. F.3's from-scratch set-up (1024 x 1024, batch 256, synchronised batch
-norm), ``--recipe=finetune`` starts from --backbone_weights with frozen batch norm. A killed run
-resumes from its last epoch when started again with the same --model_dir.
+norm), ``--recipe=finetune`` starts from --backbone_weights with frozen batch norm, or with
+``--weights=coco`` from torchvision's COCO Mask R-CNN (``--backbone=torchvision_resnet``: all
+but the class layers; a LambdaResNet-50 or ResNet-RS-50 backbone: its FPN, RPN and heads). A
+killed run resumes from its last epoch when started again with the same --model_dir.
 """
 
 import functools
@@ -62,6 +64,14 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     )
     flags.DEFINE_string(
         "backbone_weights", None, "Registered weights name or .weights.h5 file.", flag_values=fv
+    )
+    flags.DEFINE_string(
+        "weights",
+        None,
+        "Start from torchvision's COCO Mask R-CNN: 'coco' (downloaded once) or a .weights.h5 "
+        "from convert_torchvision. With --backbone=torchvision_resnet all but the class layers "
+        "load; with another backbone of depth 50 and width 1, the FPN, RPN and heads.",
+        flag_values=fv,
     )
     flags.DEFINE_integer(
         "image_size", None, "Image side (a multiple of 64); default the recipe's.", flag_values=fv

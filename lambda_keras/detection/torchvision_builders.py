@@ -18,7 +18,7 @@ from lambda_keras.detection.fpn import FeaturePyramid  # noqa: F401  (registered
 from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
 from lambda_keras.detection.torchvision_resnet import resnet50_backbone
 
-__all__ = ["COCO_CLASSES", "COCO_URL", "CLASS_LAYERS", "maskrcnn_resnet50_fpn"]
+__all__ = ["CLASS_LAYERS", "COCO_CLASSES", "COCO_URL", "is_class_layer", "maskrcnn_resnet50_fpn"]
 
 COCO_URL = "https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
 COCO_CLASSES = 90  # torchvision's 91 labels without the background
@@ -127,11 +127,15 @@ def _file_classes(weights, path: str) -> int:
     return int(found[0]) - 1
 
 
+def is_class_layer(variable) -> bool:
+    """Whether ``variable`` belongs to one of :data:`CLASS_LAYERS`."""
+    return any(f"/{layer}/" in f"/{variable.path}" for layer in CLASS_LAYERS)
+
+
 def _copy_all_but_class_layers(source: keras.Model, target: keras.Model) -> None:
     for src, dst in zip(source.weights, target.weights, strict=True):
-        if any(f"/{layer}/" in f"/{dst.path}" for layer in CLASS_LAYERS):
-            continue
-        dst.assign(src)
+        if not is_class_layer(dst):
+            dst.assign(src)
 
 
 def coco_weights(url: str = COCO_URL) -> str:

@@ -8,6 +8,11 @@ Recipes:
   weight decay 4e-5.
 * ``"finetune"``: from the backbone's classification weights with frozen batch norm, the same
   schedule shape at 0.02 per 16 images, weight decay 1e-4 (the usual Mask R-CNN fine-tuning).
+  With ``weights`` (``"coco"`` or a converted ``.weights.h5``) it starts from torchvision's
+  COCO Mask R-CNN: on ``--backbone=torchvision_resnet`` the whole model but its class layers
+  (:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`), on another backbone whose stages
+  are 256/512/1024/2048 wide (``lambda_resnet`` or ``resnet_rs`` at depth 50, width 1) the FPN,
+  RPN and heads but the class layers. The heads keep the standard widths then.
 * ``"shapes"``: the embedded shapes data on a CPU: 128 x 128, AdamW 1e-3 with warm-up, jitter
   [0.8, 1.25], heads narrowed to 64 FPN channels, a 256-unit box head, a 64-channel mask head
   and 128 RoIs per image.
@@ -55,8 +60,12 @@ _BACKBONE_CLASSES = {
     "lambda_resnet": (zoo.LambdaResNetBackbone, {}),
     "lambda_resnet_c4": (zoo.LambdaResNetBackbone, {"c4": True}),
     "resnet_rs": (zoo.ResNetRSBackbone, {}),
+    # torchvision's ResNet-50 with frozen batch norm: the whole maskrcnn_resnet50_fpn.
+    "torchvision_resnet": (None, {}),
 }
 BACKBONES = tuple(_BACKBONE_CLASSES)
+# Recipe head options that set widths: a model started from COCO weights keeps COCO's.
+_HEAD_WIDTHS = ("fpn_channels", "box_head_units", "mask_head_channels")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -137,6 +146,7 @@ class DetectionConfig:
     depth: int = 50
     width_multiplier: float = 0.25
     backbone_weights: str | None = None
+    weights: str | None = None
     image_size: int | None = None
     batch_size: int | None = None
     steps: int | None = None
@@ -212,6 +222,7 @@ def resolve_run(config: DetectionConfig) -> DetectionRun:
         )
     recipe = RECIPES[config.recipe]
     backbone_class, options = _BACKBONE_CLASSES[config.backbone]
+    _check_start(config)
     run = DetectionRun(
         config=config,
         recipe=recipe,
@@ -221,6 +232,8 @@ def resolve_run(config: DetectionConfig) -> DetectionRun:
         batch_size=config.batch_size or recipe.batch_size,
         steps=config.steps or recipe.steps,
     )
+    if backbone_class is None:
+        return run
     # An unknown name or a missing file, before the data is read (the backbone loads it later).
     resolved = resolve_weights(config.backbone_weights, run.backbone_architecture)
     if isinstance(resolved, WeightsSpec):
@@ -228,9 +241,45 @@ def resolve_run(config: DetectionConfig) -> DetectionRun:
     return run
 
 
+def _check_start(config: DetectionConfig) -> None:
+    """``weights`` and ``backbone="torchvision_resnet"``: what they need, before data is read."""
+    if config.weights is not None and config.weights != "coco":
+        path = os.fspath(config.weights)
+        if not path.endswith(".weights.h5") or not os.path.isfile(path):
+            raise ValueError(
+                "--weights must be 'coco' or an existing .weights.h5 file converted with "
+                f"python -m lambda_keras.detection.convert_torchvision; received {path!r}."
+            )
+    if config.backbone == "torchvision_resnet":
+        if config.depth != 50 or config.width_multiplier != 1.0 or config.backbone_weights:
+            raise ValueError(
+                "--backbone=torchvision_resnet is torchvision's ResNet-50 (depth 50, width 1.0) "
+                "and starts from --weights, not --backbone_weights; received "
+                f"depth={config.depth}, width_multiplier={config.width_multiplier}, "
+                f"backbone_weights={config.backbone_weights!r}."
+            )
+    elif config.weights is not None and (config.depth != 50 or config.width_multiplier != 1.0):
+        raise ValueError(
+            f"--weights={config.weights} gives the FPN, RPN and heads of a ResNet-50 Mask R-CNN, "
+            "which need backbone stages 256/512/1024/2048 wide: --depth=50 "
+            f"--width_multiplier=1.0; received depth={config.depth}, "
+            f"width_multiplier={config.width_multiplier}."
+        )
+
+
 def build_model(run: DetectionRun, num_classes: int) -> MaskRCNN:
-    """The backbone the run names, under the recipe's batch-norm mode, with Mask R-CNN."""
+    """The backbone the run names, under the recipe's batch-norm mode, with Mask R-CNN; with
+    ``weights``, started from torchvision's COCO model (module docstring)."""
+    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+
     config = run.config
+    heads = run.recipe.head_options
+    if config.weights is not None or run.backbone_class is None:
+        heads = {k: value for k, value in heads.items() if k not in _HEAD_WIDTHS}
+    if run.backbone_class is None:
+        return maskrcnn_resnet50_fpn(
+            config.weights, num_classes, reset_class_layers=config.weights is not None, **heads
+        )
     backbone = run.backbone_class(
         config.depth,
         **dict(run.backbone_options),
@@ -238,7 +287,30 @@ def build_model(run: DetectionRun, num_classes: int) -> MaskRCNN:
         batch_norm=run.recipe.batch_norm,
         weights=config.backbone_weights,
     )
-    return MaskRCNN(backbone, num_classes, **run.recipe.head_options)
+    model = MaskRCNN(backbone, num_classes, **heads)
+    if config.weights is not None:
+        model.build((None, None, None, 3))
+        copy_heads(maskrcnn_resnet50_fpn(config.weights), model)
+    return model
+
+
+def copy_heads(source: keras.Model, target: MaskRCNN) -> None:
+    """Copy ``source``'s FPN, RPN, box and mask heads into ``target`` (built), all but the
+    class-specific layers; ``ValueError`` naming the first weight whose shape differs."""
+    from lambda_keras.detection.torchvision_builders import is_class_layer
+
+    for name in ("fpn", "rpn_head", "box_head", "mask_head"):
+        pairs = zip(getattr(source, name).weights, getattr(target, name).weights, strict=True)
+        for src, dst in pairs:
+            if is_class_layer(dst):
+                continue
+            if tuple(src.shape) != tuple(dst.shape):
+                raise ValueError(
+                    f"The COCO model's {src.path} has shape {tuple(src.shape)}; this model's "
+                    f"{dst.path} has {tuple(dst.shape)}: its backbone's stages must be "
+                    "256/512/1024/2048 wide and its heads of the standard widths."
+                )
+            dst.assign(src)
 
 
 @dataclasses.dataclass(frozen=True)

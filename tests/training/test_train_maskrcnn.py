@@ -192,3 +192,32 @@ def test_default_shapes_run_reaches_the_readme_accuracy(tmp_path):
     found = re.search(r"box AP ([\d.]+), mask AP ([\d.]+) ", result.stdout)
     assert found, result.stdout[-2000:]
     assert float(found[1]) >= 0.5 and float(found[2]) >= 0.4, found[0]
+
+
+@pytest.mark.slow  # a full-width ResNet-50 Mask R-CNN: about a minute
+def test_finetune_from_a_converted_coco_model(tmp_path):
+    from lambda_keras.detection import maskrcnn_resnet50_fpn
+
+    coco = maskrcnn_resnet50_fpn()  # random weights standing in for the converted COCO file
+    weights = str(tmp_path / "coco.weights.h5")
+    coco.save_weights(weights)
+    result = run(
+        "train_maskrcnn.py",
+        f"--model_dir={tmp_path / 'run'}",
+        *shapes_flags(tmp_path / "data"),
+        "--backbone=torchvision_resnet",
+        "--width_multiplier=1.0",
+        f"--weights={weights}",
+        "--recipe=finetune",
+        "--steps=2",
+        "--steps_per_epoch=1",
+        "--image_size=64",
+        "--batch_size=2",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "box AP" in result.stdout.splitlines()[-1]
+    labels = json.loads((tmp_path / "run" / "labels.json").read_text())
+    served = tf.saved_model.load(str(tmp_path / "run" / "saved_model"))
+    out = served.signatures["serving_default"](image=tf.zeros((50, 70, 3), tf.uint8))
+    assert out["masks"].shape[1:] == (50, 70)
+    assert len(labels["category_ids"]) == 3

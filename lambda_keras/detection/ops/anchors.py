@@ -112,9 +112,9 @@ def torchvision_anchors(
         shifts = tf.concat([ys, xs, ys, xs], -1)[:, :, :, None, :]  # [b, rows, cols, 1, 4]
         boxes = shifts + base
         anchors[f"P{level}"] = tf.reshape(boxes, [tf.shape(padded)[0], -1, 4])
-        inside = (tf.range(rows)[None, :, None] < cells[:, None, None, :1]) & (
+        inside = (tf.range(rows)[None, :, None] < cells[:, None, None, 0]) & (
             tf.range(cols)[None, None, :] < cells[:, None, None, 1]
-        )
+        )  # [b, rows, cols]
         inside = tf.repeat(inside[..., None], len(aspect_ratios), -1)
         valid[f"P{level}"] = tf.reshape(inside, [tf.shape(padded)[0], -1])
     return anchors, valid

@@ -28,3 +28,21 @@ def test_custom_sizes_and_bad_arguments():
         ops.pyramid_anchors((96, 64))
     with pytest.raises(ValueError, match="aspect_ratios"):
         ops.pyramid_anchors((64, 64), aspect_ratios=(0.0,))
+
+
+def test_torchvision_anchors_per_image_of_a_batch():
+    # Image 0 padded to 800 x 1088 (P6: 13 x 17 cells of stride 61 x 64), image 1 fills the
+    # 832 x 1088 batch (P6: 13 x 17 cells of stride 64).
+    anchors, valid = ops.torchvision_anchors((832, 1088), [[800, 1088], [832, 1088]])
+    assert anchors["P2"].shape == (2, 208 * 272 * 3, 4) and valid["P6"].shape == (2, 13 * 17 * 3)
+    assert valid["P2"].numpy().sum(1).tolist() == [200 * 272 * 3, 208 * 272 * 3]
+    assert valid["P6"].numpy().all()
+    # Cell (1, 1) of P6, ratio 1 (the middle anchor): centred on (61, 64) and (64, 64).
+    cell = (1 * 17 + 1) * 3 + 1
+    np.testing.assert_array_equal(
+        anchors["P6"].numpy()[:, cell], [[-195, -192, 317, 320], [-192, -192, 320, 320]]
+    )
+    # torchvision's rounded cell anchors: ratio 0.5 is 22.6 x 45.3 pixels -> 22 x 46.
+    np.testing.assert_array_equal(
+        anchors["P2"].numpy()[0, :3], [[-11, -23, 11, 23], [-16, -16, 16, 16], [-23, -11, 23, 11]]
+    )
