@@ -168,10 +168,13 @@ def _sources(config: DetectionConfig):
         config.val_annotations,
         config.val_images,
     ]
-    if any(given) and not all(given):
+    pairs = (given[:2], given[2:])
+    complete = all(ann and (images or _is_labelme(ann)) for ann, images in pairs)
+    if any(given) and not complete:
         raise ValueError(
             "--train_annotations, --train_images, --val_annotations and --val_images go "
-            "together (all four, or none for the generated shapes data)."
+            "together (all four, or none for the generated shapes data; with "
+            "--train_annotations=labelme:DIR the images flag of that set may be left out)."
         )
     if not any(given):
         from lambda_keras.detection.shapes import write_shapes_dataset
@@ -180,6 +183,8 @@ def _sources(config: DetectionConfig):
         given = [
             paths[k] for k in ("train_annotations", "train_images", "val_annotations", "val_images")
         ]
+    elif any(_is_labelme(ann) for ann, _ in pairs):
+        given = _from_labelme(given, config.model_dir)
     train = coco.load_coco(given[0], given[1])
     val = coco.load_coco(given[2], given[3])
     if val.category_ids != train.category_ids:
@@ -188,6 +193,32 @@ def _sources(config: DetectionConfig):
             f"{train.category_ids}."
         )
     return train, val
+
+
+def _is_labelme(annotations) -> bool:
+    from lambda_keras.detection.labelme import PREFIX
+
+    return str(annotations).startswith(PREFIX)
+
+
+def _from_labelme(given: list, model_dir: str) -> list:
+    """labelme folders -> COCO files in ``model_dir`` (``labelme_train.json``,
+    ``labelme_val.json``), one category list for both: the union of their labels."""
+    from lambda_keras.detection import labelme
+
+    folders = {
+        split: str(ann).removeprefix(labelme.PREFIX)
+        for split, ann in (("train", given[0]), ("val", given[2]))
+        if _is_labelme(ann)
+    }
+    labels = sorted(set().union(*(labelme.folder_labels(f) for f in folders.values())))
+    given = list(given)
+    for split, folder in folders.items():
+        index = 0 if split == "train" else 2
+        output = os.path.join(model_dir, f"labelme_{split}.json")
+        given[index] = labelme.write_coco(folder, output, labels)
+        given[index + 1] = folder
+    return given
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,0 +1,120 @@
+"""labelme folders (files written in labelme's documented format) -> COCO annotations and
+training sets; every refusal names the file."""
+
+import base64
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from lambda_keras.detection import coco, labelme
+from lambda_keras.detection.trainer import DetectionConfig, _sources
+
+
+def write_image(path, height=40, width=60):
+    pixels = np.random.default_rng(0).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    path.write_bytes(tf.io.encode_png(pixels).numpy())
+
+
+def write_labelme(folder, name, shapes, image_path=None, height=40, width=60):
+    folder.mkdir(parents=True, exist_ok=True)
+    if image_path is None:
+        image_path = f"{name}.png"
+        write_image(folder / image_path, height, width)
+    document = {
+        "version": "5.5.0",
+        "flags": {},
+        "shapes": [
+            {
+                "label": label,
+                "points": points,
+                "group_id": group,
+                "description": "",
+                "shape_type": kind,
+                "flags": {},
+                **extra,
+            }
+            for label, kind, points, group, extra in shapes
+        ],
+        "imagePath": image_path,
+        "imageData": None,
+        "imageHeight": height,
+        "imageWidth": width,
+    }
+    (folder / f"{name}.json").write_text(json.dumps(document))
+
+
+def mask_png(mask: np.ndarray) -> str:
+    return base64.b64encode(
+        tf.io.encode_png(mask[..., None].astype(np.uint8) * 255).numpy()
+    ).decode()
+
+
+def test_every_area_shape_becomes_an_instance_and_groups_merge(tmp_path):
+    block = np.zeros((6, 8), bool)
+    block[1:5, 2:6] = True
+    write_labelme(
+        tmp_path,
+        "a",
+        [
+            ("dog", "polygon", [[5, 5], [25, 5], [25, 20], [5, 20]], None, {}),
+            ("cat", "rectangle", [[30, 10], [50, 30]], None, {}),
+            ("cat", "circle", [[15, 30], [20, 30]], None, {}),
+            ("dog", "polygon", [[40, 2], [55, 2], [55, 8]], 7, {}),  # one dog in two parts
+            ("dog", "polygon", [[40, 30], [55, 30], [55, 38]], 7, {}),
+            ("bird", "mask", [[10, 20], [18, 26]], None, {"mask": mask_png(block)}),
+        ],
+    )
+    data = labelme.labelme_to_coco(tmp_path)
+    assert [c["name"] for c in data["categories"]] == ["bird", "cat", "dog"]
+    anns = data["annotations"]
+    assert len(anns) == 5 and {a["category_id"] for a in anns} == {1, 2, 3}
+    rectangle = next(a for a in anns if a["category_id"] == 2 and a["area"] > 300)
+    np.testing.assert_allclose(rectangle["bbox"], [30, 10, 20, 20], atol=1)
+    grouped = [a for a in anns if a["category_id"] == 3 and len(a["segmentation"]) == 2]
+    assert len(grouped) == 1 and grouped[0]["bbox"][3] > 30  # spans both parts
+    bird = next(a for a in anns if a["category_id"] == 1)
+    assert bird["area"] == block.sum() and bird["bbox"] == [12.0, 21.0, 4.0, 4.0]
+    output = labelme.write_coco(tmp_path, tmp_path / "out" / "coco.json")
+    source = coco.load_coco(output, tmp_path)  # and coco.py's rules hold
+    assert source.class_names == ("bird", "cat", "dog") and len(source.image_ids) == 1
+
+
+@pytest.mark.parametrize(
+    "shape, image_path, message",
+    [
+        (("x", "ellipse", [[1, 1], [5, 5]], None, {}), None, "unknown shape_type 'ellipse'"),
+        (("x", "polygon", [[1, 1], [5, 5]], None, {}), None, "polygon of 2 points.*at least 3"),
+        (("x", "linestrip", [[1, 1], [5, 5], [9, 2]], None, {}), None, "marks no area"),
+        (
+            ("x", "polygon", [[1, 1], [5, 5], [1, 9]], None, {}),
+            "gone.png",
+            "imagePath 'gone.png' does not exist",
+        ),
+    ],
+)
+def test_bad_files_are_refused_naming_the_file(tmp_path, shape, image_path, message):
+    write_labelme(tmp_path, "broken", [shape], image_path=image_path)
+    with pytest.raises((ValueError, FileNotFoundError), match=f"broken.json.*{message}"):
+        labelme.labelme_to_coco(tmp_path)
+
+
+def test_training_reads_labelme_folders_with_one_category_list(tmp_path):
+    square = [[5, 5], [25, 5], [25, 20], [5, 20]]
+    write_labelme(
+        tmp_path / "train",
+        "t",
+        [("cat", "polygon", square, None, {}), ("dog", "polygon", square, None, {})],
+    )
+    write_labelme(tmp_path / "val", "v", [("dog", "polygon", square, None, {})])
+    config = DetectionConfig(
+        train_annotations=f"labelme:{tmp_path / 'train'}",
+        val_annotations=f"labelme:{tmp_path / 'val'}",
+        model_dir=str(tmp_path / "run"),
+    )
+    train, val = _sources(config)
+    assert train.class_names == val.class_names == ("cat", "dog")
+    assert (tmp_path / "run" / "labelme_val.json").is_file()
+    with pytest.raises(ValueError, match="go together"):
+        _sources(DetectionConfig(train_annotations=f"labelme:{tmp_path / 'train'}"))
