@@ -17,6 +17,7 @@ upright), masks pasted by torchvision's rule, ``classes`` 0-based (torchvision's
 from __future__ import annotations
 
 import os
+import tempfile
 
 import keras
 import tensorflow as tf
@@ -24,7 +25,7 @@ import tensorflow as tf
 from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size
 
-__all__ = ["export_detector"]
+__all__ = ["export_detector", "export_detector_litert"]
 
 
 def export_detector(model: keras.Model, path: str, image_size: int | None = None) -> str:
@@ -37,6 +38,39 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
             that its longer side is ``image_size``, then padded to a square. None for a model
             that carries its preprocessing (torchvision's).
     """
+    _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
+    return path
+
+
+def _write_saved_model(model, detect, path) -> None:
+    archive = keras.export.ExportArchive()
+    archive.track(model)
+    spec = tf.TensorSpec([None, None, 3], tf.uint8, name="image")
+    archive.add_endpoint("serving_default", detect, input_signature=[spec])
+    archive.write_out(path, verbose=False)
+
+
+def export_detector_litert(model: keras.Model, path: str, image_size: int | None = None) -> str:
+    """Write ``model``'s serving function (as :func:`export_detector`'s) as a LiteRT flatbuffer
+    ``path`` (``.tflite``) of TensorFlow Lite's built-in ops only; returns ``path``.
+
+    A torchvision model's resized sides are computed in float32 here (LiteRT has no float64
+    kernels; see :func:`~lambda_keras.detection.torchvision_mask_rcnn.torchvision_resize`).
+    """
+    if not str(path).endswith(".tflite"):
+        raise ValueError(f"`path` must end in .tflite; received {path!r}.")
+    detect = _detect_function(model, path, image_size, float64=False)
+    with tempfile.TemporaryDirectory() as saved:
+        _write_saved_model(model, detect, saved)
+        converter = tf.lite.TFLiteConverter.from_saved_model(saved, ["serving_default"])
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+        flatbuffer = converter.convert()
+    with open(path, "wb") as f:
+        f.write(flatbuffer)
+    return path
+
+
+def _detect_function(model, path, image_size, float64: bool):
     from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
 
     if not isinstance(model, keras.Model):
@@ -44,20 +78,13 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
     if isinstance(model, TorchvisionMaskRCNN) and image_size is None:
-        detect = _torchvision_detect(model)
-    elif image_size is None:
+        return _torchvision_detect(model, float64)
+    if image_size is None:
         raise ValueError(
             "`image_size` is needed to export this MaskRCNN (the side it detects at, a multiple "
             "of 64); only models converted from torchvision carry their own preprocessing."
         )
-    else:
-        detect = _letterbox_detect(model, check_image_size(image_size))
-    archive = keras.export.ExportArchive()
-    archive.track(model)
-    spec = tf.TensorSpec([None, None, 3], tf.uint8, name="image")
-    archive.add_endpoint("serving_default", detect, input_signature=[spec])
-    archive.write_out(path, verbose=False)
-    return path
+    return _letterbox_detect(model, check_image_size(image_size))
 
 
 def _letterbox_detect(model, image_size: int):
@@ -82,7 +109,7 @@ def _letterbox_detect(model, image_size: int):
     return detect
 
 
-def _torchvision_detect(model):
+def _torchvision_detect(model, float64: bool):
     from lambda_keras.detection.torchvision_mask_rcnn import (
         MAX_SIZE,
         MIN_SIZE,
@@ -98,7 +125,7 @@ def _torchvision_detect(model):
 
     def detect(image):
         shape = tf.shape(image)[:2]
-        resized, size = torchvision_resize(image)
+        resized, size = torchvision_resize(image, float64=float64)
         out = tf.cond(
             size[0] <= size[1],
             lambda: on_canvas(resized, size, (short, long)),

@@ -45,17 +45,30 @@ TORCHVISION_PAD = 32  # torchvision's size_divisible: each image is padded to a 
 MIN_SIZE, MAX_SIZE = 800, 1333  # GeneralizedRCNNTransform's defaults
 
 
-def torchvision_resize(image: tf.Tensor, min_size: int = MIN_SIZE, max_size: int = MAX_SIZE):
+def torchvision_resize(
+    image: tf.Tensor, min_size: int = MIN_SIZE, max_size: int = MAX_SIZE, float64: bool = True
+):
     """Resize one ``[height, width, 3]`` image as torchvision's ``GeneralizedRCNNTransform``
     does: scale ``min(min_size / shorter, max_size / longer)`` (float64), each side
     ``floor(side * scale)``, bilinear without antialiasing (``align_corners=False``).
 
+    ``float64=False`` computes the sizes in integers instead, ``floor(side * min_size /
+    shorter)`` exactly (LiteRT has no float64 kernels). torchvision's float64 product is
+    sometimes just below a whole number it should reach: a shorter side of 97 pixels becomes
+    799 there, 800 here (397 of the shorter sides 1-7,999 do so).
+
     Returns:
         ``(resized float32 [h, w, 3], (h, w) int32)``.
     """
-    shape = tf.cast(tf.shape(image)[:2], tf.float64)
-    scale = tf.minimum(min_size / tf.reduce_min(shape), max_size / tf.reduce_max(shape))
-    size = tf.cast(tf.floor(shape * scale), tf.int32)
+    if float64:
+        shape = tf.cast(tf.shape(image)[:2], tf.float64)
+        scale = tf.minimum(min_size / tf.reduce_min(shape), max_size / tf.reduce_max(shape))
+        size = tf.cast(tf.floor(shape * scale), tf.int32)
+    else:
+        shape = tf.shape(image)[:2]
+        short, long = tf.reduce_min(shape), tf.reduce_max(shape)
+        by_short = min_size * long <= max_size * short  # min_size / short is the smaller scale
+        size = tf.where(by_short, shape * min_size // short, shape * max_size // long)
     resized = tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear")
     return resized, size
 

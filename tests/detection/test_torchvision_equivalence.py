@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_exported_model_gives_torchvisions_detections(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), f"--workdir={tmp_path}"],
+        [sys.executable, str(SCRIPT), f"--workdir={tmp_path}", "--litert"],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -33,10 +33,13 @@ def test_exported_model_gives_torchvisions_detections(tmp_path):
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    summary = next(line for line in result.stdout.splitlines() if line.startswith("summary "))
-    value = lambda key: float(re.search(rf"{key}=(\S+)", summary)[1])  # noqa: E731
-    assert value("matched_share") == 1.0, result.stdout
-    assert value("torchvision") > 300, summary  # detections on five photos
-    assert value("max_box_diff") <= 0.05, summary  # pixels
-    assert value("max_score_diff") <= 1e-3, summary
-    assert value("max_mask_pixels_differing") <= 1e-3, summary
+    for title in ("summary", "litert_summary"):  # the SavedModel, then the LiteRT flatbuffer
+        summary = next(
+            line for line in result.stdout.splitlines() if line.startswith(f"{title} matched_share")
+        )
+        value = lambda key, line=summary: float(re.search(rf" {key}=(\S+)", line)[1])  # noqa: E731
+        assert value("matched_share") == 1.0, result.stdout
+        assert value("torchvision") > 300, summary  # detections on five photos
+        assert value("max_box_diff") <= 0.05, summary  # pixels
+        assert value("max_score_diff") <= 1e-3, summary
+        assert value("max_mask_pixels_differing") <= 1e-3, summary

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from lambda_keras.detection import torchvision_builders as builders
-from lambda_keras.detection.serving import export_detector
+from lambda_keras.detection.serving import export_detector, export_detector_litert
 from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
-from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
+from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN, torchvision_resize
 
 from .tiny import tiny_backbone
 
@@ -121,3 +121,23 @@ def test_the_projects_own_mask_rcnn_still_needs_an_image_size(tmp_path):
     with pytest.raises(ValueError, match="`image_size` is needed to export this MaskRCNN"):
         export_detector(MaskRCNN(tiny_backbone(), num_classes=3), str(tmp_path / "sm"))
     assert not (tmp_path / "sm").exists()
+
+
+@pytest.mark.parametrize(
+    "shape, float64_size, integer_size",
+    [
+        ((480, 640), (800, 1066), (800, 1066)),  # shorter side to 800
+        ((300, 1000), (399, 1333), (399, 1333)),  # longer side capped at 1333
+        ((97, 120), (799, 989), (800, 989)),  # torchvision's float64 gives 799 (checked)
+    ],
+)
+def test_torchvision_resize_sizes(shape, float64_size, integer_size):
+    image = np.zeros((*shape, 3), "uint8")
+    for float64, expected in ((True, float64_size), (False, integer_size)):
+        resized, size = torchvision_resize(image, float64=float64)
+        assert tuple(size.numpy()) == expected and resized.shape[:2] == expected
+
+
+def test_litert_export_needs_a_tflite_path(model, tmp_path):
+    with pytest.raises(ValueError, match="`path` must end in .tflite; received"):
+        export_detector_litert(model, str(tmp_path / "detector"))

@@ -13,7 +13,9 @@ that detections are many and varied. The state dict is saved as ``.pth``, conver
 ``maskrcnn_resnet50_fpn(weights=...)``, which is exported as a SavedModel with
 ``export_detector`` (no ``image_size``). Both detect on each photo (non-square scikit-image and
 scikit-learn samples) at torchvision's own preprocessing. Detections are matched greedily by
-class and box IoU >= 0.9; one line per photo, then a ``summary`` line. Scores below 0.3 are
+class and box IoU >= 0.9; one line per photo, then a ``summary`` line. ``--litert`` also
+converts the detector with ``export_detector_litert`` and compares LiteRT's interpreter the
+same way (``litert_summary``). Scores below 0.3 are
 dropped on both sides, so that on some photos the threshold and on others the best-100 cut
 decides what is kept.
 """
@@ -130,6 +132,17 @@ def keras_detections(served, image) -> dict[str, np.ndarray]:
     }
 
 
+def litert_detections(runner, image) -> dict[str, np.ndarray]:
+    out = runner(image=image)
+    n = int(out["num_detections"])
+    return {
+        "boxes": out["boxes"][:n],
+        "scores": out["scores"][:n],
+        "classes": out["classes"][:n],
+        "masks": out["masks"][:n].astype(bool),
+    }
+
+
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``[n, 4]`` x ``[m, 4]`` -> ``[n, m]``."""
     tl = np.maximum(a[:, None, :2], b[None, :, :2])
@@ -168,6 +181,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--photos", type=int, default=5)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--litert", action="store_true", help="also the LiteRT export")
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp()
     images = photos(args.photos)
@@ -201,12 +215,25 @@ def main() -> None:
         "lowest scores kept: "
         + " ".join(f"{name}={references[name]['scores'].min():.4f}" for name in images)
     )
+    print_comparison("summary", references, images, lambda image: keras_detections(served, image))
+    if args.litert:
+        from lambda_keras.detection.serving import export_detector_litert
+
+        path = export_detector_litert(keras_model, os.path.join(workdir, "detector.tflite"))
+        interpreter = tf.lite.Interpreter(model_path=path)
+        runner = interpreter.get_signature_runner("serving_default")
+        print_comparison(
+            "litert_summary", references, images, lambda image: litert_detections(runner, image)
+        )
+
+
+def print_comparison(title, references, images, detect) -> None:
     totals = {"torchvision": 0, "keras": 0, "matched": 0}
     worst = {"max_box_diff": 0.0, "max_score_diff": 0.0, "max_mask_pixels_differing": 0.0}
     for name, image in images.items():
-        result = compare(references[name], keras_detections(served, image))
+        result = compare(references[name], detect(image))
         print(
-            f"photo={name} shape={image.shape[:2]} "
+            f"{title} photo={name} shape={image.shape[:2]} "
             + " ".join(
                 f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()
             )
@@ -217,7 +244,7 @@ def main() -> None:
             worst[key] = max(worst[key], result[key])
     share = totals["matched"] / max(totals["torchvision"], totals["keras"], 1)
     print(
-        f"summary matched_share={share:.4f} "
+        f"{title} matched_share={share:.4f} "
         + " ".join(f"{k}={v}" for k, v in {**totals, **worst}.items())
     )
 

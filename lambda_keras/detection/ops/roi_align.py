@@ -255,5 +255,8 @@ def _roi_align_flat(
             values = tf.reshape(values, [batch, num_boxes, sy, sx, channels])
             weight = tf.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
             out += values * weight[..., None]
-    out = tf.reshape(out, [batch, num_boxes, out_h, ratio, out_w, ratio, channels])
-    return tf.reduce_mean(out, axis=[3, 5])
+    # The mean of each bin's ratio x ratio samples, in tensors of rank 4 at most (LiteRT's
+    # XNNPACK delegate refuses a mean over a rank-7 tensor).
+    rows = tf.reduce_mean(tf.reshape(out, [-1, ratio, out_w, ratio * channels]), axis=1)
+    bins = tf.reduce_mean(tf.reshape(rows, [-1, out_w, ratio, channels]), axis=2)
+    return tf.reshape(bins, [batch, num_boxes, out_h, out_w, channels])
