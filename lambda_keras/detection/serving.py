@@ -11,11 +11,14 @@ A model converted from torchvision
 (:class:`~lambda_keras.detection.torchvision_mask_rcnn.TorchvisionMaskRCNN`) carries its own
 preprocessing and needs no ``image_size``: the photo is resized by torchvision's rule (shorter
 side 800, longer at most 1333) and detected on an 832 x 1344 batch (1344 x 832 when it stands
-upright), masks pasted by torchvision's rule, ``classes`` 0-based (torchvision's label - 1).
+upright), masks pasted by torchvision's rule, ``classes`` 0-based (torchvision's label - 1);
+a model with ``categories`` (COCO's) also gets ``labels.json`` (``category_ids`` and
+``class_names`` per class, the training script's format) in the SavedModel directory.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 
@@ -39,6 +42,14 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
             that carries its preprocessing (torchvision's).
     """
     _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
+    categories = getattr(model, "categories", None)
+    if categories:  # a converted COCO model: its classes' COCO ids and names beside it
+        labels = {
+            "category_ids": [c["id"] for c in categories],
+            "class_names": [c["name"] for c in categories],
+        }
+        with open(os.path.join(path, "labels.json"), "w") as f:
+            json.dump(labels, f)
     return path
 
 

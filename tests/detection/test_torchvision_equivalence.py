@@ -43,3 +43,43 @@ def test_exported_model_gives_torchvisions_detections(tmp_path):
         assert value("max_box_diff") <= 0.05, summary  # pixels
         assert value("max_score_diff") <= 1e-3, summary
         assert value("max_mask_pixels_differing") <= 1e-3, summary
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed"
+)
+def test_coco_weights_are_downloaded_checked_converted_and_cached(tmp_path, monkeypatch):
+    """``weights="coco"``'s path, from a local URL (no download in tests): a checkpoint whose
+    name carries its SHA-256 prefix, as torchvision's does."""
+    code = (
+        "import hashlib, os, sys, torch, torchvision\n"
+        "m = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None,"
+        " weights_backbone=None)\n"
+        "path = os.path.join(sys.argv[1], 'tmp.pth')\n"
+        "torch.save(m.state_dict(), path)\n"
+        "digest = hashlib.sha256(open(path, 'rb').read()).hexdigest()[:8]\n"
+        "os.rename(path, os.path.join(sys.argv[1], f'maskrcnn_coco-{digest}.pth'))\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=600)
+    (checkpoint,) = tmp_path.glob("maskrcnn_coco-*.pth")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home" / ".keras"))
+    script = (
+        "import sys\n"
+        "from lambda_keras.detection.torchvision_builders import coco_weights\n"
+        "print(coco_weights(sys.argv[1]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+    url = checkpoint.as_uri()
+    first = subprocess.run(
+        [sys.executable, "-c", script, url], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert first.returncode == 0, first.stderr[-3000:]
+    converted = first.stdout.strip().splitlines()[-1]
+    assert converted.endswith(f"{checkpoint.stem}.weights.h5") and os.path.isfile(converted)
+    checkpoint.unlink()  # the cache answers now: no second download or conversion
+    again = subprocess.run(
+        [sys.executable, "-c", script, url], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1] == converted
