@@ -438,7 +438,7 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
     if train_source.skipped:
         print(f"Skipped {len(train_source.skipped)} annotations (degenerate box or empty mask).")
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
+        resume.AtomicBackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
     ]
     start = time.perf_counter()

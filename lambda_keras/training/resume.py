@@ -7,14 +7,21 @@ width, data set, batch size or schedule either cannot be loaded (before, a raw K
 listing every layer that "could not be loaded") or would continue a different run silently.
 :func:`check_resume` refuses it with an error naming each setting that differs, before any model
 is built, and leaves the backup as it is.
+
+The backup itself is :class:`AtomicBackupAndRestore`: Keras' ``BackupAndRestore`` writing each
+file whole or not at all, so a run killed while it saves resumes from the save before.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import os
+import tempfile
 from collections.abc import Mapping
+
+import keras
 
 SETTINGS_FILE = "run_settings.json"
 BACKUP_DIR = "backup"
@@ -83,3 +90,40 @@ def record_settings(model_dir: str, settings: Mapping[str, object]) -> None:
     with open(path + ".tmp", "w") as f:
         json.dump(_normalised(settings), f, indent=1)
     os.replace(path + ".tmp", path)  # a run killed while writing leaves the old file
+
+
+class AtomicBackupAndRestore(keras.callbacks.BackupAndRestore):
+    """``keras.callbacks.BackupAndRestore`` whose backup files are replaced atomically.
+
+    Keras writes ``latest.weights.h5`` in place: a run killed during that write leaves a
+    damaged file, and starting it again fails to open it (``OSError: bad object header``)
+    instead of resuming. Here the weights and then the metadata are written to temporary files
+    in the backup directory and moved over the old ones (``os.replace``); what a kill leaves
+    behind is the previous complete backup (and a temporary file, removed at the next start).
+    """
+
+    def on_train_begin(self, logs=None):
+        for leftover in glob.glob(os.path.join(self.backup_dir, "*.partial*")):
+            os.remove(leftover)
+        super().on_train_begin(logs)
+
+    def _save_model(self):
+        os.makedirs(self.backup_dir, exist_ok=True)
+        weights = _temporary(self.backup_dir, ".weights.h5")
+        metadata = _temporary(self.backup_dir, ".json")
+        try:
+            self.model.save_weights(filepath=weights, overwrite=True)
+            with open(metadata, "w") as f:
+                json.dump({"epoch": self._current_epoch, "batch": self._last_batch_seen}, f)
+            os.replace(weights, self._weights_path)
+            os.replace(metadata, self._training_metadata_path)
+        finally:
+            for path in (weights, metadata):
+                if os.path.exists(path):
+                    os.remove(path)
+
+
+def _temporary(directory: str, suffix: str) -> str:
+    fd, path = tempfile.mkstemp(prefix="latest.partial", suffix=suffix, dir=directory)
+    os.close(fd)
+    return path

@@ -378,11 +378,11 @@ def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback
     if not chief:
         scratch = _host_scratch(model_dir)
         return [
-            keras.callbacks.BackupAndRestore(os.path.join(scratch, resume.BACKUP_DIR)),
+            resume.AtomicBackupAndRestore(os.path.join(scratch, resume.BACKUP_DIR)),
             keras.callbacks.ModelCheckpoint(os.path.join(scratch, "checkpoint.keras")),
         ]
     callbacks = [
-        keras.callbacks.BackupAndRestore(os.path.join(model_dir, resume.BACKUP_DIR)),
+        resume.AtomicBackupAndRestore(os.path.join(model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(model_dir, "log.csv"), append=True),
         keras.callbacks.ModelCheckpoint(os.path.join(model_dir, "checkpoint.keras")),
     ]

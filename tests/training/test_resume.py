@@ -1,7 +1,10 @@
-"""The settings check of a resumed run: refuse a backup made with other settings, keep it."""
+"""Resuming: refuse a backup made with other settings and keep it; a save cut short by a kill
+leaves the backup before it whole."""
 
 import json
 
+import keras
+import numpy as np
 import pytest
 
 from lambda_keras.training import resume
@@ -64,3 +67,35 @@ def test_record_settings_replaces_the_file_whole(tmp_path):
         "model": "resnet_rs50"
     }
     assert sorted(p.name for p in (tmp_path / "new").iterdir()) == [resume.SETTINGS_FILE]
+
+
+def test_a_save_cut_short_leaves_the_previous_backup_whole(tmp_path, monkeypatch):
+    """A run killed while the backup is written resumes from the backup before (Keras' own
+    callback writes in place: a damaged file, then ``OSError`` on the next start)."""
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(2)])
+    model.compile(optimizer="sgd", loss="mse")
+    callback = resume.AtomicBackupAndRestore(str(tmp_path / "backup"))
+    callback.set_model(model)
+    callback.on_epoch_end(0)  # a complete backup after epoch 0
+    saved = model.get_weights()
+    model.set_weights([w + 1 for w in saved])
+
+    def killed(filepath, overwrite=True):
+        with open(filepath, "wb") as f:
+            f.write(b"\x89HDF half a file")
+        raise KeyboardInterrupt  # stands for the kill, mid-write
+
+    monkeypatch.setattr(model, "save_weights", killed)
+    with pytest.raises(KeyboardInterrupt):
+        callback.on_epoch_end(1)
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / "backup").iterdir()) == [
+        "latest.weights.h5",
+        "training_metadata.json",
+    ]
+    again = resume.AtomicBackupAndRestore(str(tmp_path / "backup"))
+    again.set_model(model)
+    again.on_train_begin()
+    for restored, before in zip(model.get_weights(), saved, strict=True):
+        np.testing.assert_array_equal(restored, before)
+    assert model._initial_epoch == 1

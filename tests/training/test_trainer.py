@@ -162,11 +162,12 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     while not epochs_logged(tmp_path) and time.time() < deadline and first.poll() is None:
         time.sleep(0.2)
     assert epochs_logged(tmp_path) == [0], "the first epoch never finished"
-    time.sleep(1.0)  # into the second epoch
+    time.sleep(0.3)  # into the second epoch, most often (an epoch takes about a second)
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert first.returncode == -signal.SIGKILL
-    assert epochs_logged(tmp_path) == [0]
+    done = epochs_logged(tmp_path)  # [0], or [0, 1] when the machine was quicker than usual
+    assert done == list(range(len(done))) and len(done) < 4
 
     # Started again with another width: refused before a model is built, the backup untouched
     # (the script prints this error as one line, exit 2: test_bad_input.py proves that wiring).
@@ -185,10 +186,10 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
 
     second = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert second.returncode == 0, second.stderr[-3000:]
-    assert epochs_logged(tmp_path) == [0, 1, 2, 3]  # resumed at epoch 1, not from scratch
+    assert epochs_logged(tmp_path) == [0, 1, 2, 3]  # resumed where it stopped, not from scratch
     assert f"{4 * (1437 // 64)} steps" in second.stdout
     if loop == "custom":
-        assert "resumed from" in second.stdout and "after epoch 1" in second.stdout
+        assert "resumed from" in second.stdout and f"after epoch {len(done)}" in second.stdout
 
 
 def test_the_optimizer_is_built_before_the_first_step():
