@@ -154,7 +154,8 @@ def converted_rows(repeats: int) -> None:
 def _photo_row(name, photo, model, serve, detect, repeats: int) -> str:
     import tensorflow as tf
 
-    from lambda_keras.detection.torchvision_mask_rcnn import canvas_side, torchvision_resize
+    from lambda_keras.detection.image_size import round_up
+    from lambda_keras.detection.torchvision_mask_rcnn import torchvision_resize
 
     tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
 
@@ -167,7 +168,7 @@ def _photo_row(name, photo, model, serve, detect, repeats: int) -> str:
     saved = median_seconds(lambda: serve(image=image), repeats, warmups=1)
     resized, size = torchvision_resize(image)
     h, w = (int(s) for s in size)
-    batch = tf.image.pad_to_bounding_box(resized, 0, 0, canvas_side(h), canvas_side(w))
+    batch = tf.image.pad_to_bounding_box(resized, 0, 0, round_up(h), round_up(w))
     inputs = {"images": batch[None], "image_sizes": tf.constant([[h, w]])}
     alone = median_seconds(lambda: detect(inputs)["boxes"].numpy(), repeats, warmups=1)
     return (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lambda_keras import _validation as v
 
-__all__ = ["SIZE_MULTIPLE", "check_image_size"]
+__all__ = ["SIZE_MULTIPLE", "check_image_size", "round_up"]
 
 SIZE_MULTIPLE = 64  # the stride of P6, the coarsest pyramid level
 
@@ -18,3 +18,8 @@ def check_image_size(image_size, name: str = "image_size") -> int:
             f"received {name}={image_size}."
         )
     return int(image_size)
+
+
+def round_up(side: int) -> int:
+    """The smallest multiple of :data:`SIZE_MULTIPLE` at least ``side``."""
+    return -(-int(side) // SIZE_MULTIPLE) * SIZE_MULTIPLE

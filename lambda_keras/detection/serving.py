@@ -121,14 +121,10 @@ def _letterbox_detect(model, image_size: int):
 
 
 def _torchvision_detect(model, float64: bool):
-    from lambda_keras.detection.torchvision_mask_rcnn import (
-        MAX_SIZE,
-        MIN_SIZE,
-        canvas_side,
-        torchvision_resize,
-    )
+    from lambda_keras.detection.image_size import round_up
+    from lambda_keras.detection.torchvision_mask_rcnn import MAX_SIZE, MIN_SIZE, torchvision_resize
 
-    short, long = canvas_side(MIN_SIZE), canvas_side(MAX_SIZE)
+    short, long = round_up(MIN_SIZE), round_up(MAX_SIZE)
 
     def on_canvas(resized, size, canvas):
         padded = tf.image.pad_to_bounding_box(resized, 0, 0, *canvas)

@@ -27,8 +27,6 @@ Left as they are (training only): the mask targets are ROIAligned with the half-
 
 from __future__ import annotations
 
-import math
-
 import keras
 import tensorflow as tf
 
@@ -108,9 +106,12 @@ class TorchvisionMaskRCNN(MaskRCNN):
     def _features(self, images, training, image_sizes=None):
         """``(canvas (h, w), FPN maps)``; each map zero beyond each image's padded part."""
         canvas, image_sizes, padded = _sizes(images, image_sizes)
+        return canvas, self._pyramid(images, image_sizes, padded, training)
+
+    def _pyramid(self, images, image_sizes, padded, training):
         x = zero_outside(normalize(tf.cast(images, self.compute_dtype)), image_sizes, 1)
         features = self.backbone({"images": x, "valid_sizes": padded}, training=training)
-        return canvas, self.fpn(features, valid_sizes=padded)
+        return self.fpn(features, valid_sizes=padded)
 
     def _roi_features(self, features, boxes, size, valid_sizes=None):
         pyramid = {level: features[level] for level in ("P2", "P3", "P4", "P5")}
@@ -146,7 +147,7 @@ class TorchvisionMaskRCNN(MaskRCNN):
         if isinstance(inputs, dict):
             images, image_sizes = inputs["images"], inputs["image_sizes"]
         canvas, image_sizes, padded = _sizes(images, image_sizes)
-        _, features = self._features(images, training, image_sizes)
+        features = self._pyramid(images, image_sizes, padded, training)
         _, _, _, (rois, rois_valid) = self._proposals(features, canvas, False, image_sizes)
         logits, deltas = self.box_head(self._roi_features(features, rois, 7, padded))
         detections = select_detections(
@@ -216,8 +217,3 @@ def _check_categories(categories, num_classes: int):
             f"received {len(categories)} entries, first {categories[:1]}."
         )
     return categories
-
-
-def canvas_side(side: int) -> int:
-    """The smallest multiple of 64 at least ``side``."""
-    return int(math.ceil(side / 64) * 64)
