@@ -14,8 +14,8 @@ the checkpoint's (its ``cls_score`` rows minus the background). Load the result 
 from __future__ import annotations
 
 import os
-import sys
 
+from lambda_keras import converter_cli
 from lambda_keras.detection import torchvision_checkpoint
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.timm_checkpoint import read_checkpoint
@@ -45,30 +45,14 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
 
 def define_flags(flag_values=None):
     """The command line's flags on ``flag_values`` (absl's global ``FLAGS`` by default)."""
-    from absl import flags
-
-    flag_values = flags.FLAGS if flag_values is None else flag_values
-    flags.DEFINE_enum("model", None, MODELS, "torchvision's model.", flag_values=flag_values)
-    flags.DEFINE_string(
-        "checkpoint", None, "torchvision checkpoint (.pth).", flag_values=flag_values
+    return converter_cli.define_flags(
+        flag_values, MODELS, "torchvision's model.", "torchvision checkpoint (.pth)."
     )
-    flags.DEFINE_string(
-        "output", None, "Keras weights file to write (.weights.h5).", flag_values=flag_values
-    )
-    flags.mark_flags_as_required(["model", "checkpoint", "output"], flag_values=flag_values)
-    return flag_values
 
 
 def main(argv) -> None:
-    from absl import flags
-
     del argv
-    values = flags.FLAGS
-    try:
-        path = convert(values.model, values.checkpoint, values.output)
-    except (ValueError, ImportError) as err:
-        sys.exit(f"convert_torchvision: {err} Nothing was written.")
-    print(f"Wrote {path}")
+    converter_cli.run(convert, "convert_torchvision")
 
 
 if __name__ == "__main__":

@@ -106,16 +106,8 @@ def _letterbox_detect(model, image_size: int):
         resized = tf.image.resize(tf.cast(image, tf.float32), size)
         padded = tf.image.pad_to_bounding_box(resized, 0, 0, image_size, image_size)
         out = model(padded[None], training=False)
-        valid = out["valid"][0]
         boxes = ops.clip_boxes(out["boxes"][0] / scale, shape)
-        masks = ops.paste_masks(out["masks"][0], boxes, shape) & valid[:, None, None]
-        return {
-            "boxes": tf.where(valid[:, None], boxes, 0.0),
-            "scores": out["scores"][0],
-            "classes": out["classes"][0],
-            "masks": tf.cast(masks, tf.uint8),
-            "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
-        }
+        return _outputs(out, boxes, ops.paste_masks(out["masks"][0], boxes, shape))
 
     return detect
 
@@ -138,17 +130,22 @@ def _torchvision_detect(model, float64: bool):
             lambda: on_canvas(resized, size, (short, long)),
             lambda: on_canvas(resized, size, (long, short)),
         )
-        valid = out["valid"][0]
         ratio = tf.cast(shape, tf.float32) / tf.cast(size, tf.float32)
         boxes = out["boxes"][0] * tf.concat([ratio, ratio], 0)
-        masks = ops.paste_masks_torchvision(out["masks"][0], boxes, shape)
-        masks = (masks >= 0.5) & valid[:, None, None]
-        return {
-            "boxes": tf.where(valid[:, None], boxes, 0.0),
-            "scores": out["scores"][0],
-            "classes": out["classes"][0],
-            "masks": tf.cast(masks, tf.uint8),
-            "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
-        }
+        masks = ops.paste_masks_torchvision(out["masks"][0], boxes, shape) >= 0.5
+        return _outputs(out, boxes, masks)
 
     return detect
+
+
+def _outputs(out: dict, boxes, masks) -> dict:
+    """The signature's outputs from the model's ``out`` (a batch of one) with ``boxes`` and
+    bool ``masks`` already in the photo's pixels; padding zeroed."""
+    valid = out["valid"][0]
+    return {
+        "boxes": tf.where(valid[:, None], boxes, 0.0),
+        "scores": out["scores"][0],
+        "classes": out["classes"][0],
+        "masks": tf.cast(masks & valid[:, None, None], tf.uint8),
+        "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
+    }

@@ -21,11 +21,11 @@ How timm's tensors map: :mod:`lambda_keras.zoo.timm_checkpoint`.
 from __future__ import annotations
 
 import os
-import sys
 
 import keras
 import numpy as np
 
+from lambda_keras import converter_cli
 from lambda_keras.zoo import resnet_rs, timm_checkpoint, timm_lambda_resnet
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import model_builder
@@ -89,37 +89,18 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
 
 def define_flags(flag_values=None):
     """The command line's flags on ``flag_values`` (absl's global ``FLAGS`` by default)."""
-    from absl import flags
-
-    flag_values = flags.FLAGS if flag_values is None else flag_values
-    flags.DEFINE_enum(
-        "model",
-        None,
+    return converter_cli.define_flags(
+        flag_values,
         [*MODELS, *TIMM_NAMES],
         "The checkpoint's model: the zoo's name or timm's (resnetrs50 ... resnetrs420 are "
         "resnet_rs50 ... resnet_rs420).",
-        flag_values=flag_values,
+        "timm checkpoint (.safetensors, .bin or .pth).",
     )
-    flags.DEFINE_string(
-        "checkpoint", None, "timm checkpoint (.safetensors, .bin or .pth).", flag_values=flag_values
-    )
-    flags.DEFINE_string(
-        "output", None, "Keras weights file to write (.weights.h5).", flag_values=flag_values
-    )
-    flags.mark_flags_as_required(["model", "checkpoint", "output"], flag_values=flag_values)
-    return flag_values
 
 
 def main(argv) -> None:
-    from absl import flags
-
     del argv
-    values = flags.FLAGS
-    try:
-        path = convert(values.model, values.checkpoint, values.output)
-    except (ValueError, ImportError) as err:
-        sys.exit(f"convert_timm: {err} Nothing was written.")
-    print(f"Wrote {path}")
+    converter_cli.run(convert, "convert_timm")
 
 
 if __name__ == "__main__":
