@@ -8,6 +8,12 @@ the peak is its own (``ru_maxrss`` of the child).
 
     python benchmarks/bench_backbones.py                       # LambdaResNet-101, ResNet-RS-101
     python benchmarks/bench_backbones.py --size=512 --models=lambda_resnet50,resnet_rs50
+    python benchmarks/bench_backbones.py --models=lambda_resnet50 --onednn=on,off
+
+``--onednn=on,off`` runs each backbone twice, with TensorFlow's oneDNN CPU kernels on and off
+(``TF_ENABLE_ONEDNN_OPTS``; TensorFlow's default turns them on only on CPUs with AVX-512):
+the lambda convolution in the LambdaResNets' lambda layers depends on them. The table's oneDNN
+column is what TensorFlow reports in the child.
 
 Weights are random: neither time nor memory depends on their values.
 """
@@ -27,6 +33,7 @@ from timing import median_seconds
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 DEFAULT_MODELS = ("lambda_resnet101", "resnet_rs101")
+ONEDNN = {"on": "1", "off": "0"}  # --onednn -> TF_ENABLE_ONEDNN_OPTS
 DEPTHS = (50, 101, 152, 200, 270, 350, 420)  # lambda_keras.zoo.resnet_rs.DEPTHS
 BACKBONES = tuple(f"{family}{d}" for family in ("lambda_resnet", "resnet_rs") for d in DEPTHS)
 
@@ -60,9 +67,12 @@ def measure(name: str, size: int, batch: int, repeats: int) -> dict:
         grads = tape.gradient(loss, model.trainable_weights)
         return tf.add_n([tf.reduce_sum(g) for g in grads])
 
+    from tensorflow.python.util import _pywrap_util_port
+
     seconds = median_seconds(lambda: step().numpy(), repeats, warmups=1)
     return {
         "model": name,
+        "onednn": "on" if _pywrap_util_port.IsMklEnabled() else "off",
         "params_m": model.count_params() / 1e6,
         "seconds": seconds,
         "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
@@ -82,6 +92,12 @@ def main(argv=None) -> None:
     parser.add_argument("--size", type=positive_int, default=1024)
     parser.add_argument("--batch", type=positive_int, default=1)
     parser.add_argument("--repeats", type=positive_int, default=2)
+    parser.add_argument(
+        "--onednn",
+        type=names(ONEDNN),
+        default=[],
+        help="comma-separated: on, off (default: as the environment and TensorFlow decide)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.size % 32 or args.size < 32:
@@ -93,27 +109,46 @@ def main(argv=None) -> None:
         f"forward+backward, {args.size}x{args.size}, batch {args.batch}, "
         f"{os.cpu_count()} cores, lambda layers implementation='conv'"
     )
-    print("| backbone | params (M) | step (s) | peak memory (GB) |")
-    print("|---|---|---|---|")
+    print("| backbone | oneDNN | params (M) | step (s) | peak memory (GB) |")
+    print("|---|---|---|---|---|")
     for name in args.models:
-        result = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                f"--child={name}",
-                f"--size={args.size}",
-                f"--batch={args.batch}",
-                f"--repeats={args.repeats}",
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            print(f"| {name} | failed: {result.stderr.strip().splitlines()[-1:]} | | |")
-            continue
-        row = json.loads(result.stdout.strip().splitlines()[-1])
-        print(f"| {name} | {row['params_m']:.1f} | {row['seconds']:.2f} | {row['peak_gb']:.2f} |")
+        for onednn in args.onednn or [None]:
+            env = dict(os.environ)
+            if onednn is not None:
+                env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN[onednn]
+            print_row(name, run_child(name, args, env))
+
+
+def run_child(name: str, args, env: dict) -> dict | str:
+    """The child's measurement, or the last line of its error."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            f"--child={name}",
+            f"--size={args.size}",
+            f"--batch={args.batch}",
+            f"--repeats={args.repeats}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+    )
+    if result.returncode != 0:
+        return f"failed: {result.stderr.strip().splitlines()[-1:]}"
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def print_row(name: str, row: dict | str) -> None:
+    if isinstance(row, str):
+        print(f"| {name} | {row} | | | |")
+        return
+    print(
+        f"| {name} | {row['onednn']} | {row['params_m']:.1f} | {row['seconds']:.2f} | "
+        f"{row['peak_gb']:.2f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -1,101 +1,123 @@
-"""Micro-benchmark of the lambda layer: time and memory per position-lambda implementation.
+"""Micro-benchmark of the lambda layer on every Keras backend: each implementation of the position
+lambdas, side by side, in one table.
 
-Prints, for the paper's c4/c5 shapes at 224px (14x14 x 256 and 7x7 x 512 maps, batch 32,
-|k|=16, |h|=4, scope 23, 7 and global), the forward and forward+backward time (ms, median of
-``--repeats`` runs of a ``tf.function`` without XLA, training mode) and the peak resident
-memory one step adds (MiB, each measured in a fresh process: works on every CPU) of every
-implementation, of ``auto`` and,
-when ``timm`` is installed, of timm's PyTorch ``LambdaLayer`` with the same configuration,
-side by side. Then the peak memory of a global lambda layer at 64x64 next to
-``keras.layers.MultiHeadAttention`` (8 heads) on the same input.
+For the paper's c4/c5 shapes at 224px (14x14 x 256 and 7x7 x 512 maps, batch 32, |k|=16,
+|h|=4, scopes 23, 7 and global): the forward+backward time (ms, training mode, median of
+``--repeats`` runs after one warm-up run) of ``einsum``, ``conv``, ``depthwise`` and ``auto``
+(with what it chose) on each backend, and of timm's PyTorch ``LambdaLayer`` with the same
+configuration when timm is installed. Every backend runs in its own child process, one after
+the other (:func:`lambda_keras.profiling.layer_step`: a ``tf.function`` without XLA on
+TensorFlow, ``jax.jit`` on JAX, eager PyTorch). Below the table, the targets: ``auto`` within
+1.2x of the backend's fastest implementation at each shape, JAX's fastest against TensorFlow's.
+A cell whose warm-up run takes longer than ``--max-seconds`` is that one run (marked ``*``).
 
-    python benchmarks/bench_layers.py                 # everything (several minutes)
-    python benchmarks/bench_layers.py --quick         # batch 8, fewer repeats
-    python benchmarks/bench_layers.py --sweep         # einsum vs conv over map/scope sizes
-    python benchmarks/bench_layers.py --sweep --backend=jax   # the same on JAX (or torch)
+    python benchmarks/bench_layers.py                         # every installed backend, timm
+    python benchmarks/bench_layers.py --backends=tensorflow,jax --no-timm
+    python benchmarks/bench_layers.py --quick                 # batch 8, 3 repeats
+    python benchmarks/bench_layers.py --sweep --backends=jax  # where einsum/conv break even
+    python benchmarks/bench_layers.py --backends=tensorflow,tensorflow_onednn_off
 
-With ``--backend`` the sweep runs each cell in a fresh process on that Keras backend
-(:func:`lambda_keras.profiling.measure_layer_call`: compiled once, then one timed run) — how
-``implementation="auto"``'s per-backend ratios were checked.
+``tensorflow_onednn_off`` and ``tensorflow_onednn_on`` are TensorFlow with
+``TF_ENABLE_ONEDNN_OPTS=0`` / ``1``: TensorFlow turns oneDNN on by default only on CPUs with
+AVX-512 (VNNI/BF16) or AMX, so these compare both kinds of CPU on one machine.
 
-timm is optional (``pip install torch==2.14.1 torchvision==0.29.1 timm``).
+``--sweep`` times einsum and conv (``--implementations``) over 7x7...28x28 maps and 3x3...23x23
+scopes (d=256) and prints, for each ratio R, how far ``auto``'s rule "einsum when the map holds at
+most R x as many positions as the scope window" lands from the fastest: how
+``lambda_keras.layers.lambda_layer.CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` was set.
+
+Then (unless ``--skip-memory``) the peak resident memory of a global lambda layer at 64x64 next
+to ``keras.layers.MultiHeadAttention`` (8 heads) on the same input, on TensorFlow.
+
+timm is optional (``pip install torch==2.14.1 torchvision==0.29.1 timm``); so are JAX
+(``pip install -e ".[jax]"``) and PyTorch for Keras (``pip install torch``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import json
 import os
+import statistics
+import subprocess
 import sys
+import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-# timm is optional. PyTorch must be imported before TensorFlow: the other order segfaults in
-# one process (seen with torch 2.14.1 and tensorflow-cpu 2.21.0).
-if "--no-timm" not in sys.argv and "--sweep" not in sys.argv:
-    try:
-        import torch
-        from timm.layers.lambda_layer import LambdaLayer as TimmLambdaLayer
-    except ImportError:
-        torch = TimmLambdaLayer = None
-else:
-    torch = TimmLambdaLayer = None
-
-import keras
-import numpy as np
-import tensorflow as tf
-from arguments import positive_int
-from timing import median_seconds
-
-from lambda_keras.layers import LambdaLayer
-from lambda_keras.profiling import measure_layer_call
+from arguments import names, positive_int
 
 SHAPES = {"c4": (14, 256), "c5": (7, 512)}  # map side, channels at 224px
 SCOPES = [23, 7, None]
-IMPLEMENTATIONS = ["einsum", "conv", "depthwise", "auto"]
+IMPLEMENTATIONS = ("einsum", "conv", "depthwise")
+SWEEP_SIDES = (7, 10, 14, 20, 28)
+SWEEP_SCOPES = (3, 7, 15, 23)
+SWEEP_RATIOS = (1, 2, 4, 8, 16, 32, 64)
+AUTO_TARGET = 1.2
+# Keras backend and environment of each column; the TensorFlow variants set oneDNN explicitly.
+BACKENDS = {
+    "tensorflow": ("tensorflow", {}),
+    "tensorflow_onednn_on": ("tensorflow", {"TF_ENABLE_ONEDNN_OPTS": "1"}),
+    "tensorflow_onednn_off": ("tensorflow", {"TF_ENABLE_ONEDNN_OPTS": "0"}),
+    "jax": ("jax", {}),
+    "torch": ("torch", {}),
+}
+TIMM = "timm"
+REQUIRED_MODULES = {"tensorflow": ("tensorflow",), "jax": ("jax",), "torch": ("torch",)}
 
 
-def median_ms(fn, repeats: int) -> float:
-    return median_seconds(fn, repeats) * 1e3
+def installed(keras_backend: str) -> bool:
+    return all(importlib.util.find_spec(m) for m in REQUIRED_MODULES[keras_backend])
 
 
-def peak_mib(layer: keras.layers.Layer, shape, **options) -> float:
-    """Peak resident memory (MiB) one call of ``layer`` adds, measured in a fresh process
-    (:func:`lambda_keras.profiling.measure_layer_call`: any CPU, any backend)."""
-    config = keras.saving.serialize_keras_object(layer)
-    return measure_layer_call(config, tuple(shape), **options).peak_mib
+# ---------------------------------------------------------------------------------------------
+# In a child process: time cells on one backend, one JSON line per cell.
 
 
-def keras_steps(layer: keras.layers.Layer, x: np.ndarray):
-    """(forward, forward+backward) callables of a built layer on input ``x``."""
-    x = tf.constant(x)
-
-    @tf.function(jit_compile=False)
-    def forward():
-        return layer(x, training=True)
-
-    @tf.function(jit_compile=False)
-    def forward_backward():
-        with tf.GradientTape() as tape:
-            tape.watch(x)
-            loss = tf.reduce_sum(tf.cast(layer(x, training=True), "float32") ** 2)
-        return tape.gradient(loss, [x, *layer.trainable_variables])
-
-    def run_forward():
-        forward().numpy()
-
-    def run_forward_backward():
-        for g in forward_backward():
-            tf.convert_to_tensor(g).numpy()
-
-    return run_forward, run_forward_backward
+def timed_ms(run, repeats: int, max_seconds: float) -> tuple[float, bool]:
+    """(median ms of ``repeats`` runs after one warm-up run, whether only the warm-up ran)."""
+    start = time.perf_counter()
+    run()
+    first = time.perf_counter() - start
+    if first > max_seconds:
+        return first * 1e3, True
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3, False
 
 
-def timm_steps(side, channels, scope, batch):
-    """(forward, forward+backward) callables of timm's LambdaLayer, or None without timm."""
-    if TimmLambdaLayer is None:
-        return None
-    torch.set_num_threads(2)
-    layer = TimmLambdaLayer(
+def keras_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
+    import keras
+
+    from lambda_keras import _devices
+    from lambda_keras.layers import LambdaLayer
+    from lambda_keras.profiling import layer_step
+
+    side, channels = cell["side"], cell["channels"]
+    keras.utils.set_random_seed(0)
+    layer = LambdaLayer(channels, scope_size=cell["scope"], implementation=cell["impl"])
+    prepare, run = layer_step(
+        keras.saving.serialize_keras_object(layer),
+        (batch, side, side, channels),
+        training=True,
+        backward=True,
+    )
+    prepare()
+    ms, one_run = timed_ms(run, repeats, max_seconds)
+    resolved = layer.resolve_implementation((side, side))
+    return {**cell, "ms": ms, "one_run": one_run, "resolved": resolved, "cpu": _devices.cpu_kind()}
+
+
+def timm_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
+    import torch
+    from timm.layers.lambda_layer import LambdaLayer
+
+    torch.set_num_threads(os.cpu_count())
+    side, channels, scope = cell["side"], cell["channels"], cell["scope"]
+    torch.manual_seed(0)
+    layer = LambdaLayer(
         channels,
         channels,
         feat_size=(side, side) if scope is None else None,
@@ -105,76 +127,244 @@ def timm_steps(side, channels, scope, batch):
     ).train()
     x = torch.randn(batch, channels, side, side, requires_grad=True)
 
-    def forward():
-        with torch.no_grad():
-            layer(x)
-
-    def forward_backward():
+    def run():
         layer.zero_grad()
         x.grad = None
         (layer(x) ** 2).sum().backward()
 
-    return forward, forward_backward
+    ms, one_run = timed_ms(run, repeats, max_seconds)
+    return {
+        **cell,
+        "ms": ms,
+        "one_run": one_run,
+        "resolved": None,
+        "cpu": f"torch {torch.__version__}",
+    }
 
 
-def fmt(value, width=9, digits=1):
-    return f"{value:>{width}.{digits}f}" if isinstance(value, float) else f"{value:>{width}}"
+def child(kind: str, batch: int, repeats: int, max_seconds: float) -> None:
+    measure = timm_cell if kind == TIMM else keras_cell
+    for cell in json.loads(sys.stdin.read()):
+        try:
+            row = measure(cell, batch, repeats, max_seconds)
+        except Exception as err:  # one failed cell (e.g. out of memory) does not end the table
+            row = {**cell, "error": f"{type(err).__name__}: {str(err)[:300]}"}
+        print(json.dumps(row), flush=True)
 
 
-def layer_table(batch: int, repeats: int, use_timm: bool, memory: bool):
-    print(
-        f"\n## Lambda layer, batch {batch}, |k|=16, |h|=4 (ms: median of {repeats}; "
-        "MiB: peak resident memory the call adds, in a fresh process)"
+# ---------------------------------------------------------------------------------------------
+# In the parent: one child per backend, then the tables.
+
+
+def run_child(column: str, cells: list[dict], args) -> list[dict]:
+    """Times ``cells`` in a fresh process for ``column`` (a backend or timm)."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if column != TIMM:
+        keras_backend, extra = BACKENDS[column]
+        env.update(extra, KERAS_BACKEND=keras_backend)
+    command = [
+        sys.executable,
+        os.path.abspath(__file__),
+        f"--child={column}",
+        f"--batch={args.batch}",
+        f"--repeats={args.repeats}",
+        f"--max-seconds={args.max_seconds}",
+    ]
+    print(f"timing {len(cells)} cells on {column} ...", file=sys.stderr, flush=True)
+    done = subprocess.run(
+        command, input=json.dumps(cells), capture_output=True, text=True, env=env, check=False
     )
+    rows = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    for row in rows:
+        if "error" in row:
+            print(f"{column}, {row}: failed", file=sys.stderr, flush=True)
+    rows = [row for row in rows if "error" not in row]
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"{column} failed after {len(rows)} cells: {last}", file=sys.stderr, flush=True)
+    return rows
+
+
+def fmt_ms(row: dict | None) -> str:
+    if row is None:
+        return "-"
+    return f"{row['ms']:,.1f}{'*' if row['one_run'] else ''}"
+
+
+def scope_name(scope: int | None) -> str:
+    return "global" if scope is None else f"{scope}x{scope}"
+
+
+def layer_cells() -> list[dict]:
+    return [
+        {"stage": stage, "side": side, "channels": channels, "scope": scope, "impl": impl}
+        for stage, (side, channels) in SHAPES.items()
+        for scope in SCOPES
+        for impl in (*IMPLEMENTATIONS, "auto")
+    ]
+
+
+def layer_table(args) -> None:
+    cells = layer_cells()
+    results = {column: run_child(column, cells, args) for column in args.backends}
+    if args.timm:
+        shapes = [cell for cell in cells if cell["impl"] == "auto"]
+        results[TIMM] = run_child(TIMM, [{**c, "impl": TIMM} for c in shapes], args)
+    table = {
+        (r["stage"], r["scope"], r["impl"], column): r
+        for column, rows in results.items()
+        for r in rows
+    }
     print(
-        "| stage | map | d | scope | implementation | fwd ms | fwd+bwd ms | fwd MiB | fwd+bwd MiB |"
+        f"\n## Lambda layer, forward+backward ms, batch {args.batch}, |k|=16, |h|=4, training mode "
+        f"(median of {args.repeats}; * one run), {os.cpu_count()} CPU cores"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
-    rng = np.random.default_rng(0)
+    for column in args.backends:
+        kinds = sorted({r["cpu"] for r in results[column]})
+        print(f"- {column}: `auto` sees the CPU as {', '.join(kinds) or 'n/a (failed)'}")
+    columns = [*args.backends, *([TIMM] if args.timm else [])]
+    print(f"\n| stage | scope | implementation | {' | '.join(columns)} |")
+    print("|---|---|---|" + "---|" * len(columns))
     for stage, (side, channels) in SHAPES.items():
-        x = rng.normal(size=(batch, side, side, channels)).astype("float32")
         for scope in SCOPES:
-            scope_name = "global" if scope is None else f"{scope}x{scope}"
-            rows = {}
+            where = f"{stage} {side}x{side}x{channels} | {scope_name(scope)}"
             for impl in IMPLEMENTATIONS:
-                keras.utils.set_random_seed(0)
-                layer = LambdaLayer(channels, scope_size=scope, implementation=impl)
-                layer.build(x.shape)
-                name = (
-                    impl
-                    if impl != "auto"
-                    else f"auto ({layer.resolve_implementation((side, side))})"
-                )
-                fwd, fwd_bwd = keras_steps(layer, x)
-                rows[name] = (
-                    median_ms(fwd, repeats),
-                    median_ms(fwd_bwd, repeats),
-                    peak_mib(layer, x.shape, training=True) if memory else "-",
-                    peak_mib(layer, x.shape, training=True, backward=True) if memory else "-",
-                )
-            if use_timm:
-                steps = timm_steps(side, channels, scope, batch)
-                if steps is not None:
-                    rows["timm (PyTorch)"] = (
-                        median_ms(steps[0], repeats),
-                        median_ms(steps[1], repeats),
-                        "n/a",
-                        "n/a",
-                    )
-            for name, (f, fb, mf, mfb) in rows.items():
+                values = [fmt_ms(table.get((stage, scope, impl, c))) for c in args.backends]
+                print(f"| {where} | {impl} | {' | '.join(values)} |" + " |" * args.timm)
+            autos = [table.get((stage, scope, "auto", c)) for c in args.backends]
+            values = [fmt_ms(a) + (f" ({a['resolved']})" if a else "") for a in autos]
+            if args.timm:
+                values.append(fmt_ms(table.get((stage, scope, TIMM, TIMM))))
+            print(f"| {where} | auto (timm: its `LambdaLayer`) | {' | '.join(values)} |")
+            ratios = []
+            for column in args.backends:
+                ratio, best = choice_ratio(table, stage, scope, column)
+                ratios.append("-" if ratio is None else f"{ratio:.2f} ({best})")
+            if args.timm:
+                ratios.append(timm_ratio(table, stage, scope, args.backends))
+            print(
+                f"| {where} | auto's choice / fastest (timm: auto / timm) | {' | '.join(ratios)} |"
+            )
+    print_targets(table, args.backends)
+
+
+def fastest(table: dict, stage: str, scope, column: str) -> dict | None:
+    rows = [table.get((stage, scope, impl, column)) for impl in IMPLEMENTATIONS]
+    rows = [r for r in rows if r is not None]
+    return min(rows, key=lambda r: r["ms"]) if rows else None
+
+
+def choice_ratio(table: dict, stage: str, scope, column: str) -> tuple[float | None, str]:
+    """(time of the implementation ``auto`` chose / time of the fastest, the fastest's name).
+    ``auto`` runs the implementation it resolves to, so this compares the rule's choice; the
+    auto row's own time is a second measurement of that choice (run-to-run noise shows there)."""
+    auto, best = table.get((stage, scope, "auto", column)), fastest(table, stage, scope, column)
+    chosen = auto and table.get((stage, scope, auto["resolved"], column))
+    if not chosen or best is None:
+        return None, "-"
+    return chosen["ms"] / best["ms"], best["impl"]
+
+
+def timm_ratio(table: dict, stage: str, scope, columns: list[str]) -> str:
+    """Each backend's ``auto`` against timm's layer at one shape."""
+    timm = table.get((stage, scope, TIMM, TIMM))
+    autos = [(c, table.get((stage, scope, "auto", c))) for c in columns]
+    if timm is None:
+        return "-"
+    return ", ".join(f"{c} {a['ms'] / timm['ms']:.2f}" for c, a in autos if a)
+
+
+def print_targets(table: dict, columns: list[str]) -> None:
+    print(f"\nTargets: `auto`'s choice within {AUTO_TARGET}x of the backend's fastest everywhere:")
+    for column in columns:
+        ratios = [
+            choice_ratio(table, stage, scope, column)[0] for stage in SHAPES for scope in SCOPES
+        ]
+        ratios = [r for r in ratios if r is not None]
+        if ratios:
+            verdict = "met" if max(ratios) <= AUTO_TARGET else "NOT met"
+            print(
+                f"- {column}: worst choice / fastest {max(ratios):.2f} over {len(ratios)} "
+                f"shapes: {verdict}"
+            )
+    tensorflow = [c for c in columns if BACKENDS[c][0] == "tensorflow"]
+    if "jax" not in columns or not tensorflow:
+        return
+    print("JAX's fastest against TensorFlow's at c4 (target <= 1.00):")
+    for column in tensorflow:
+        for scope in SCOPES:
+            jax, tf = fastest(table, "c4", scope, "jax"), fastest(table, "c4", scope, column)
+            if jax and tf:
                 print(
-                    f"| {stage} | {side}x{side} | {channels} | {scope_name} | {name} |"
-                    f"{fmt(f)} |{fmt(fb)} |{fmt(mf, 8, 0)} |{fmt(mfb, 8, 0)} |"
+                    f"- c4 {scope_name(scope)}: JAX {jax['impl']} {jax['ms']:,.1f} ms, {column} "
+                    f"{tf['impl']} {tf['ms']:,.1f} ms: {jax['ms'] / tf['ms']:.2f}x"
                 )
-            auto = next(v for k, v in rows.items() if k.startswith("auto"))
-            if "timm (PyTorch)" in rows:
-                ratio = auto[1] / rows["timm (PyTorch)"][1]
-                print(f"|  |  |  |  | auto / timm, fwd+bwd | | {ratio:.2f}x | | |")
-            sys.stdout.flush()
 
 
-def memory_table(side: int, batch: int, channels: int):
+def sweep(args) -> None:
+    cells = [
+        {"stage": "sweep", "side": side, "channels": 256, "scope": scope, "impl": impl}
+        for side in SWEEP_SIDES
+        for scope in SWEEP_SCOPES
+        for impl in args.implementations
+    ]
+    for column in args.backends:
+        rows = run_child(column, cells, args)
+        table = {(r["side"], r["scope"], r["impl"]): r for r in rows}
+        print(f"\n## {column}: forward+backward ms, batch {args.batch}, d=256, |k|=16, |h|=4")
+        print(f"| map | n | scope | window | {' | '.join(args.implementations)} | fastest |")
+        print("|---|---|---|---|" + "---|" * (len(args.implementations) + 1))
+        for side in SWEEP_SIDES:
+            for scope in SWEEP_SCOPES:
+                got = {
+                    i: table[(side, scope, i)]
+                    for i in args.implementations
+                    if (side, scope, i) in table
+                }
+                best = min(got, key=lambda i: got[i]["ms"]) if got else "-"
+                values = [fmt_ms(got.get(i)) for i in args.implementations]
+                print(
+                    f"| {side}x{side} | {side * side} | {scope} | {window(side, scope)} | "
+                    f"{' | '.join(values)} | {best} |"
+                )
+        if {"einsum", "conv"} <= set(args.implementations):
+            print_ratio_rules(table)
+
+
+def window(side: int, scope: int) -> int:
+    return min(scope, 2 * side - 1) ** 2
+
+
+def print_ratio_rules(table: dict) -> None:
+    """For each ratio R: the rule "einsum when n <= R * window, else conv" against the faster of
+    the two at every swept cell."""
+    print("\n| ratio R | worst rule / fastest | mean rule / fastest |")
+    print("|---|---|---|")
+    for ratio in SWEEP_RATIOS:
+        losses = []
+        for side in SWEEP_SIDES:
+            for scope in SWEEP_SCOPES:
+                einsum, conv = table.get((side, scope, "einsum")), table.get((side, scope, "conv"))
+                if einsum is None or conv is None:
+                    continue
+                chosen = einsum if side * side <= ratio * window(side, scope) else conv
+                losses.append(chosen["ms"] / min(einsum["ms"], conv["ms"]))
+        if losses:
+            print(f"| {ratio} | {max(losses):.2f} | {statistics.mean(losses):.2f} |")
+
+
+def memory_table(side: int, batch: int, channels: int) -> None:
+    import keras
+
+    from lambda_keras.layers import LambdaLayer
+    from lambda_keras.profiling import measure_layer_call
+
+    def peak_mib(layer, shape, **options) -> float:
+        config = keras.saving.serialize_keras_object(layer)
+        return measure_layer_call(config, shape, backend="tensorflow", **options).peak_mib
+
     print(f"\n## Memory: global lambda layer vs MultiHeadAttention, {side}x{side}x{channels}")
+    print("(peak resident memory one forward pass adds, each in a fresh TensorFlow process)")
     print("| layer | batch | forward peak MiB | note |")
     print("|---|---|---|---|")
     layer = LambdaLayer(channels, scope_size=None, implementation="einsum")
@@ -187,76 +377,63 @@ def memory_table(side: int, batch: int, channels: int):
     for b in (1, 2):
         peaks[b] = peak_mib(mha, (b, side, side, channels), inputs=2)
         print(f"| MultiHeadAttention (8 heads) | {b} | {peaks[b]:.0f} | measured |")
-    slope = peaks[2] - peaks[1]
-    mha_full = peaks[1] + slope * (batch - 1)
+    mha_full = peaks[1] + (peaks[2] - peaks[1]) * (batch - 1)
     print(f"| MultiHeadAttention (8 heads) | {batch} | {mha_full:.0f} | linear extrapolation |")
     print(f"\nLambdaLayer / MultiHeadAttention at batch {batch}: 1/{mha_full / lam:.0f}")
 
 
-def sweep_cell_ms(x: np.ndarray, scope: int, impl: str, repeats: int, backend: str | None):
-    """fwd+bwd ms of one sweep cell: in this process (TensorFlow, median of ``repeats``) or,
-    with ``backend``, one run in a fresh process on that Keras backend."""
-    layer = LambdaLayer(256, scope_size=scope, implementation=impl)
-    if backend is None:
-        layer.build(x.shape)
-        return median_ms(keras_steps(layer, x)[1], repeats)
-    config = keras.saving.serialize_keras_object(layer)
-    measured = measure_layer_call(
-        config, x.shape, training=True, backward=True, backend=backend, timeout=1800
-    )
-    return measured.seconds * 1e3
-
-
-def sweep(batch: int, repeats: int, backend: str | None = None):
-    where = "TensorFlow in process" if backend is None else f"{backend}, one run per process"
-    print(f"\n## einsum vs conv vs depthwise, fwd+bwd ms, batch {batch}, d=256 ({where})")
-    print("| map | n | scope | window | einsum | conv | depthwise | fastest |")
-    print("|---|---|---|---|---|---|---|---|")
-    rng = np.random.default_rng(0)
-    for side in (7, 10, 14, 20, 28):
-        x = rng.normal(size=(batch, side, side, 256)).astype("float32")
-        for scope in (3, 7, 15, 23):
-            times = {}
-            for impl in ("einsum", "conv", "depthwise"):
-                times[impl] = sweep_cell_ms(x, scope, impl, repeats, backend)
-            window = min(scope, 2 * side - 1) ** 2
-            best = min(times, key=times.get)
-            print(
-                f"| {side}x{side} | {side * side} | {scope} | {window} | "
-                + " | ".join(f"{times[i]:.1f}" for i in ("einsum", "conv", "depthwise"))
-                + f" | {best} |"
-            )
-            sys.stdout.flush()
-
-
-def main(argv=None):
+def main(argv=None) -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--quick", action="store_true", help="batch 8, 3 repeats")
-    parser.add_argument("--no-timm", action="store_true", help="skip the timm comparison")
+    parser.add_argument(
+        "--backends",
+        type=names(BACKENDS),
+        help="comma-separated columns (default: tensorflow, jax, torch, those installed)",
+    )
+    parser.add_argument("--no-timm", action="store_true", help="skip timm's LambdaLayer")
     parser.add_argument("--sweep", action="store_true", help="only the einsum/conv sweep")
     parser.add_argument(
-        "--skip-memory", action="store_true", help="time only: no memory column, no 64x64 table"
+        "--implementations",
+        type=names(IMPLEMENTATIONS),
+        default=["einsum", "conv"],
+        help="--sweep: the implementations timed (default einsum,conv)",
     )
     parser.add_argument(
-        "--backend",
-        choices=("tensorflow", "jax", "torch"),
-        help="--sweep only: measure on this Keras backend, each cell in a fresh process",
+        "--max-seconds",
+        type=positive_int,
+        default=30,
+        help="a cell whose warm-up run takes longer is that one run (default 30)",
     )
+    parser.add_argument("--skip-memory", action="store_true", help="no 64x64 memory table")
+    parser.add_argument("--child", choices=(*BACKENDS, TIMM), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.repeats = 8, 3
-    timm = "not installed" if TimmLambdaLayer is None else f"timm with torch {torch.__version__}"
-    print(f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs; {timm}")
-    if args.backend and not args.sweep:
-        parser.error("--backend applies to --sweep only")
-    if args.sweep:
-        sweep(args.batch, args.repeats, args.backend)
+    if args.child:
+        child(args.child, args.batch, args.repeats, args.max_seconds)
         return
-    layer_table(args.batch, args.repeats, not args.no_timm, not args.skip_memory)
+    if args.backends is None:
+        args.backends = [b for b in ("tensorflow", "jax", "torch") if installed(b)]
+    missing = [b for b in args.backends if not installed(BACKENDS[b][0])]
+    if missing:
+        parser.error(f"--backends: {', '.join(missing)} not installed in this Python")
+    args.timm = (
+        not args.no_timm
+        and not args.sweep
+        and all(importlib.util.find_spec(m) for m in ("torch", "timm"))
+    )
+    print(
+        f"{os.cpu_count()} CPU cores; columns: {', '.join(args.backends)}"
+        + ("; timm" if args.timm else "")
+    )
+    if args.sweep:
+        sweep(args)
+        return
+    layer_table(args)
     if not args.skip_memory:
         memory_table(64, args.batch, 256)
 

@@ -2,6 +2,11 @@
 
 __version__ = "0.1.0"
 
-from lambda_keras import layers, zoo
+from lambda_keras import _onednn
+
+# Before Keras imports TensorFlow, which reads the variable once (lambda_keras/_onednn.py).
+_onednn.prefer_onednn()
+
+from lambda_keras import layers, zoo  # noqa: E402
 
 __all__ = ["layers", "zoo", "__version__"]

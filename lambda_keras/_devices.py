@@ -1,10 +1,10 @@
 """What the Keras backend computes on, for the lambda layer's ``implementation="auto"``: a GPU or
 TPU, and on a CPU under TensorFlow, whether TensorFlow's oneDNN kernels are on.
 
-TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16 or AMX (or when
-``TF_ENABLE_ONEDNN_OPTS=1``); without it its 3-D and depthwise convolutions on a CPU are 8-20x
-slower (README, Benchmarks). The TensorFlow question is asked only when TensorFlow is the
-backend, so it is already imported; the layers themselves import no TensorFlow.
+TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16 or AMX, or when
+``TF_ENABLE_ONEDNN_OPTS=1``, which importing ``lambda_keras`` before TensorFlow sets
+(``lambda_keras/_onednn.py``: why, and what it measured). The TensorFlow question is asked only
+when TensorFlow is the backend, so it is already imported; the layers import no TensorFlow.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from functools import cache
 
 import keras
 
-__all__ = ["cpu_kind", "has_accelerator"]
+from lambda_keras import _onednn
+
+__all__ = ["cpu_kind", "has_accelerator", "warn_if_slow_convolutions"]
 
 
 @cache
@@ -37,3 +39,10 @@ def cpu_kind() -> str:
         if not _pywrap_util_port.IsMklEnabled():
             return "tensorflow_without_onednn"
     return backend
+
+
+def warn_if_slow_convolutions() -> None:
+    """Warns once per process when the lambda convolution runs on TensorFlow without oneDNN on
+    a CPU (lambda_keras/_onednn.py)."""
+    if cpu_kind() == "tensorflow_without_onednn" and not has_accelerator():
+        _onednn.warn_slow_convolutions()

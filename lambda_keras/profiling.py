@@ -25,10 +25,11 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Measurement", "measure_layer_call"]
+__all__ = ["Measurement", "layer_step", "measure_layer_call"]
 
 MIB = 2**20
 
@@ -128,12 +129,12 @@ BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def _child(request: dict) -> Measurement:
-    prepare, run = _make_step(
+    prepare, run = layer_step(
         request["layer"],
         tuple(request["shape"]),
-        request["training"],
-        request["backward"],
-        request["inputs"],
+        training=request["training"],
+        backward=request["backward"],
+        inputs=request["inputs"],
     )
     # Frameworks keep freed memory in their own pools, so only a first execution shows what
     # a call needs: trace/compile without executing, measure the first run, time the second.
@@ -147,12 +148,30 @@ def _child(request: dict) -> Measurement:
     return Measurement(peak_mib, time.perf_counter() - start)
 
 
-def _make_step(layer_config, shape, training, backward, inputs):
-    """``(prepare, run)``: ``prepare()`` traces or compiles without executing, ``run()`` calls
-    the layer once (forward, or forward and backward) to completion."""
+def layer_step(
+    layer_config: dict,
+    input_shape: tuple[int, ...],
+    *,
+    training: bool = False,
+    backward: bool = False,
+    inputs: int = 1,
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    """One compiled call of a layer on this process's Keras backend, for timing it here.
+
+    The layer is rebuilt from ``layer_config`` on a random float32 input of ``input_shape``
+    (e.g. ``[batch, height, width, channels]``); the arguments mean what they mean for
+    :func:`measure_layer_call`. TensorFlow: a ``tf.function`` without XLA; JAX: ``jax.jit``
+    of the layer's stateless call (and ``jax.grad``); PyTorch: eager.
+
+    Returns:
+        ``(prepare, run)``: ``prepare()`` traces or compiles without executing; ``run()``
+        calls the layer once (forward, or forward and backward) and waits for the result.
+    """
     import keras
 
     import lambda_keras  # noqa: F401  registers the project's layers for deserialization
+
+    shape = tuple(input_shape)
 
     layer = keras.saving.deserialize_keras_object(layer_config)
     layer(*[keras.KerasTensor(shape)] * inputs)  # builds the weights, executes nothing
@@ -169,7 +188,8 @@ def _make_step(layer_config, shape, training, backward, inputs):
     if backend == "torch":
         return _torch_step(layer, call, x, backward)
     raise ValueError(
-        f"Measuring memory supports the tensorflow, jax and torch backends; {backend}."
+        f"layer_step supports the tensorflow, jax and torch backends; the Keras backend is "
+        f"{backend!r}."
     )
 
 

@@ -29,27 +29,22 @@ QUERY_NORMALIZATIONS = ("none", "softmax")
 # `implementation="auto"`. The einsum computes position lambdas against every position of the map
 # (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
 # with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU the
-# einsum is the faster one while n <= ratio * window, the ratio depending on the backend:
-# - TensorFlow (oneDNN on, AVX-512; benchmarks/bench_layers.py --sweep, 2 cores, batch 32,
-#   d=256, forward+backward): exactly when n <= 4 * window over 7x7...28x28 maps and
-#   3x3...23x23 scopes.
-# - JAX (XLA on CPU, slow 3-D convolutions): 14x14x256, r=23, batch 32, forward+backward, einsum
-#   122 ms, conv 5,844 ms (depthwise 85 s); with the einsum's n^2 and the convolution's
-#   n * window costs the two meet near n = 17 * window: 16 is used.
-# - PyTorch 2.13 (CPU build): the same shape, einsum 282 ms, conv 558 ms, depthwise 797 ms; the
-#   cost model puts the meeting point near n = 0.7 * window, where it put TensorFlow's at
-#   1.2 * window against the 4 its sweep found: 2 is used.
-# - TensorFlow without oneDNN (AVX2-only CPUs, TF_ENABLE_ONEDNN_OPTS=0): einsum 106 ms, conv
-#   2,157 ms, depthwise 5,064 ms on that shape (oneDNN turned off here; on an AVX2-only AMD EPYC
-#   machine: 316 / 5,105 / 8,694 ms); the cost model's meeting point is 6-8 * window: 16 is used.
-# (One run of each in a child process, profiling.measure_layer_call(..., backend=); TensorFlow
-# there: einsum 166 ms, conv 536 ms, depthwise 634 ms. The ratios other than TensorFlow's with
-# oneDNN come from one shape each, not from a sweep.)
+# einsum is the faster one while n <= ratio * window, the ratio depending on the backend and on
+# whether TensorFlow runs oneDNN: each is the ratio of `benchmarks/bench_layers.py --sweep
+# --backends=...` (2 cores, batch 32, d=256, forward+backward, 7x7...28x28 maps, 3x3...23x23
+# scopes) whose rule lands nearest the faster of einsum and conv (README, "Three
+# implementations"). AVX2 AMD EPYC, TensorFlow 2.21, jax 0.10.2, torch 2.14.1:
+# - TensorFlow with oneDNN: 4, exact on AVX-512 (the sweep of an earlier round); on AVX2 with
+#   oneDNN switched on, 4 is within 1.56x everywhere and 1.04x on average (2: 1.22x, 1.01x).
+# - TensorFlow without oneDNN (TF_ENABLE_ONEDNN_OPTS=0; TensorFlow's default on AVX2): 32, exact.
+# - JAX (XLA's slow 3-D convolutions on a CPU): 32, within 1.19x everywhere (64 is exact there,
+#   but lets the einsum, whose memory grows with n * n, onto twice larger maps).
+# - PyTorch: 4, exact.
 CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {
     "tensorflow": 4,
-    "tensorflow_without_onednn": 16,
-    "jax": 16,
-    "torch": 2,
+    "tensorflow_without_onednn": 32,
+    "jax": 32,
+    "torch": 4,
 }
 # On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
 ACCELERATOR_EINSUM_MAX_POSITIONS = 852
@@ -467,8 +462,8 @@ class LambdaLayer(keras.layers.Layer):
         * on a CPU-only host, ``"einsum"`` when the map holds at most
           ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW[backend]`` times as many positions as the
           scope window (cropped to the map), else ``"conv"`` — the break-even measured on each
-          Keras backend and CPU (TensorFlow with oneDNN 4; without, as on AVX2-only CPUs,
-          16; JAX 16: XLA's 3-D convolutions on a CPU are slow; PyTorch 2).
+          Keras backend and CPU (TensorFlow with oneDNN 4; without 32; JAX 32: XLA's 3-D
+          convolutions on a CPU are slow; PyTorch 4).
 
         ``"depthwise"`` is never chosen: it was the slowest in every CPU measurement here.
         """
@@ -558,6 +553,7 @@ class LambdaLayer(keras.layers.Layer):
         else:
             lambdas = content
             if self.position:
+                _devices.warn_if_slow_convolutions()
                 position = self._conv_position_lambdas(values, spatial, impl)
                 lambdas = position if lambdas is None else lambdas + position
             y = _apply_lambdas(q, lambdas)

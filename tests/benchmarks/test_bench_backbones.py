@@ -1,4 +1,5 @@
-"""The backbone benchmark prints one row per backbone with positive time and memory."""
+"""The backbone benchmark prints one row per backbone and oneDNN setting with positive time and
+memory."""
 
 import os
 import subprocess
@@ -14,7 +15,14 @@ SCRIPT = ROOT / "benchmarks" / "bench_backbones.py"
 @pytest.mark.end_to_end
 def test_bench_backbones_prints_a_row_per_model():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--size=64", "--models=resnet_rs50", "--repeats=1"],
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--size=64",
+            "--models=resnet_rs50",
+            "--repeats=1",
+            "--onednn=on,off",
+        ],
         capture_output=True,
         text=True,
         timeout=900,
@@ -22,9 +30,12 @@ def test_bench_backbones_prints_a_row_per_model():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     rows = [line for line in result.stdout.splitlines() if line.startswith("| resnet_rs50 ")]
-    assert len(rows) == 1, result.stdout
-    params, seconds, peak = (float(cell) for cell in rows[0].strip("|").split("|")[1:])
-    assert params > 20 and seconds > 0 and peak > 0
+    assert len(rows) == 2, result.stdout
+    for row, onednn in zip(rows, ["on", "off"], strict=True):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert cells[1] == onednn  # as TensorFlow reports it in the child
+        params, seconds, peak = (float(cell) for cell in cells[2:])
+        assert params > 20 and seconds > 0 and peak > 0
 
 
 def test_bench_backbones_refuses_a_size_not_divisible_by_32():

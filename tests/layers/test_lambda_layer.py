@@ -460,11 +460,11 @@ def test_auto_implementation_rule(monkeypatch):
     assert LambdaLayer(16, implementation="depthwise").resolve_implementation((7, 7)) == "depthwise"
     for slow_convolutions in ("jax", "tensorflow_without_onednn"):
         monkeypatch.setattr(_devices, "cpu_kind", lambda kind=slow_convolutions: kind)
-        assert seven.resolve_implementation((20, 20)) == "einsum"  # 400 <= 16 * 49
-        assert seven.resolve_implementation((29, 29)) == "conv"  # 841 > 16 * 49
+        assert seven.resolve_implementation((39, 39)) == "einsum"  # 1521 <= 32 * 49
+        assert seven.resolve_implementation((40, 40)) == "conv"  # 1600 > 32 * 49
     monkeypatch.setattr(_devices, "cpu_kind", lambda: "torch")
-    assert seven.resolve_implementation((9, 9)) == "einsum"  # 81 <= 2 * 49
-    assert seven.resolve_implementation((10, 10)) == "conv"  # 100 > 2 * 49
+    assert seven.resolve_implementation((14, 14)) == "einsum"  # 196 <= 4 * 49
+    assert seven.resolve_implementation((15, 15)) == "conv"  # 225 > 4 * 49
     monkeypatch.setattr(_devices, "has_accelerator", lambda: True)
     assert seven.resolve_implementation((28, 28)) == "einsum"  # 784 <= 852, the paper's rule
     assert seven.resolve_implementation((30, 30)) == "conv"
