@@ -17,9 +17,10 @@ A cell whose warm-up run takes longer than ``--max-seconds`` is that one run (ma
     python benchmarks/bench_layers.py --sweep --backends=jax  # where einsum/conv break even
     python benchmarks/bench_layers.py --backends=tensorflow,tensorflow_onednn_off
 
-``tensorflow_onednn_off`` and ``tensorflow_onednn_on`` are TensorFlow with
-``TF_ENABLE_ONEDNN_OPTS=0`` / ``1``: TensorFlow turns oneDNN on by default only on CPUs with
-AVX-512 (VNNI/BF16) or AMX, so these compare both kinds of CPU on one machine.
+``tensorflow`` is TensorFlow as ``import lambda_keras`` sets it up (oneDNN on unless
+``TF_ENABLE_ONEDNN_OPTS`` is set); ``tensorflow_onednn_off`` and ``tensorflow_onednn_on`` set
+``TF_ENABLE_ONEDNN_OPTS=0`` / ``1``: TensorFlow's own default turns oneDNN on only on CPUs with
+AVX-512 (VNNI/BF16) or AMX, so the two compare both kinds of CPU on one machine.
 
 ``--sweep`` times einsum and conv (``--implementations``) over 7x7...28x28 maps and 3x3...23x23
 scopes (d=256) and prints, for each ratio R, how far ``auto``'s rule "einsum when the map holds at
@@ -53,7 +54,8 @@ SWEEP_SIDES = (7, 10, 14, 20, 28)
 SWEEP_SCOPES = (3, 7, 15, 23)
 SWEEP_RATIOS = (1, 2, 4, 8, 16, 32, 64)
 AUTO_TARGET = 1.2
-# Keras backend and environment of each column; the TensorFlow variants set oneDNN explicitly.
+# Keras backend and environment of each column: "tensorflow" as lambda_keras sets it up (oneDNN on
+# unless TF_ENABLE_ONEDNN_OPTS is set), the two variants with oneDNN set explicitly.
 BACKENDS = {
     "tensorflow": ("tensorflow", {}),
     "tensorflow_onednn_on": ("tensorflow", {"TF_ENABLE_ONEDNN_OPTS": "1"}),
@@ -143,6 +145,10 @@ def timm_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
 
 
 def child(kind: str, batch: int, repeats: int, max_seconds: float) -> None:
+    if kind != TIMM:
+        # Before Keras imports TensorFlow: what a user importing lambda_keras first gets (oneDNN
+        # on unless TF_ENABLE_ONEDNN_OPTS says otherwise, lambda_keras/_onednn.py).
+        import lambda_keras  # noqa: F401
     measure = timm_cell if kind == TIMM else keras_cell
     for cell in json.loads(sys.stdin.read()):
         try:
