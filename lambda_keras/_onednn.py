@@ -2,7 +2,7 @@
 
 TensorFlow turns oneDNN on by default only on x86 CPUs with AVX-512 (VNNI/BF16) or AMX. Without
 it, on AVX2-only CPUs, its 3-D and depthwise convolutions, the lambda convolution's
-``implementation="conv"`` and ``"depthwise"``, are 3-9x slower, and a LambdaResNet pyramid
+``implementation="conv"`` and ``"depthwise"``, are 3-13x slower, and a LambdaResNet pyramid
 backbone, which runs the lambda convolution on every map, 4.7x slower (README, "TensorFlow on
 CPUs without AVX-512: oneDNN").
 TensorFlow reads ``TF_ENABLE_ONEDNN_OPTS`` once, when it is imported, so the package sets it
@@ -47,7 +47,7 @@ def warn_slow_convolutions() -> None:
     warnings.warn(
         "TensorFlow runs without oneDNN on this CPU (its default without AVX-512), where the "
         "lambda convolution (implementation='conv' or 'depthwise', as in the pyramid "
-        f"backbones) is 3-9x slower. Set {VARIABLE}=1 before TensorFlow is imported (importing "
+        f"backbones) is 3-13x slower. Set {VARIABLE}=1 before TensorFlow is imported (importing "
         f"lambda_keras first does it unless {VARIABLE} is set), or use implementation='einsum' "
         "where its memory fits.",
         RuntimeWarning,

@@ -34,8 +34,12 @@ def test_an_image_gives_the_same_maps_in_any_larger_batch(model):
     # torchvision pads to 160 x 224: P2 40 x 56 cells ... P6 3 x 4 (ceil of P5's 5 x 7 / 2).
     for level, (rows, cols) in {"P2": (40, 56), "P4": (10, 14), "P6": (3, 4)}.items():
         small, large = (m[level].numpy()[0] for m in maps)
-        np.testing.assert_allclose(small[:rows, :cols], large[:rows, :cols], atol=1e-4)
-        assert np.abs(small[:rows, :cols]).max() > 0.01
+        scale = np.abs(small[:rows, :cols]).max()
+        # To float32 round-off of the maps' scale (~1e3): TensorFlow's oneDNN convolutions sum in
+        # an order that depends on the canvas (2e-6 of the scale seen); padding that leaked into
+        # the image's cells would differ by the scale itself.
+        np.testing.assert_allclose(small[:rows, :cols], large[:rows, :cols], atol=1e-5 * scale)
+        assert scale > 0.01
         assert not small[rows:].any() and not large[:, cols:].any()  # zero beyond the image
 
 
