@@ -388,7 +388,7 @@ def memory_table(side: int, batch: int, channels: int) -> None:
     print(f"\nLambdaLayer / MultiHeadAttention at batch {batch}: 1/{mha_full / lam:.0f}")
 
 
-def main(argv=None) -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -420,8 +420,7 @@ def main(argv=None) -> None:
     if args.quick:
         args.batch, args.repeats = 8, 3
     if args.child:
-        child(args.child, args.batch, args.repeats, args.max_seconds)
-        return
+        return args
     if args.backends is None:
         args.backends = [b for b in ("tensorflow", "jax", "torch") if installed(b)]
     missing = [b for b in args.backends if not installed(BACKENDS[b][0])]
@@ -432,6 +431,14 @@ def main(argv=None) -> None:
         and not args.sweep
         and all(importlib.util.find_spec(m) for m in ("torch", "timm"))
     )
+    return args
+
+
+def main(argv=None) -> None:
+    args = parse_args(argv)
+    if args.child:
+        child(args.child, args.batch, args.repeats, args.max_seconds)
+        return
     print(
         f"{os.cpu_count()} CPU cores; columns: {', '.join(args.backends)}"
         + ("; timm" if args.timm else "")
