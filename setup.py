@@ -1,4 +1,4 @@
-"""lambda_keras: LambdaNetworks (Bello, ICLR 2021) for Keras 3 on TensorFlow."""
+"""lambda_keras: LambdaNetworks (Bello, ICLR 2021) for Keras 3 on JAX, TensorFlow and PyTorch."""
 
 import re
 from pathlib import Path

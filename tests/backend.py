@@ -15,6 +15,15 @@ import numpy as np
 BACKEND = keras.backend.backend()
 
 
+def computes_float64() -> bool:
+    """Whether float64 tensors stay float64: JAX makes them float32 unless ``jax_enable_x64``."""
+    if BACKEND != "jax":
+        return True
+    import jax
+
+    return bool(jax.config.jax_enable_x64)
+
+
 def numpy(x) -> np.ndarray:
     """A backend tensor, a Keras variable or anything array-like as a NumPy array."""
     if isinstance(x, keras.Variable):

@@ -42,6 +42,7 @@ CORE = [
 EVERYTHING = [
     "tests/layers",
     "tests/zoo/test_every_backend.py",
+    "tests/zoo/test_lambda_resnet.py",
     "tests/zoo/test_convert_timm.py",
     "tests/zoo/test_weights.py",
     "tests/zoo/test_pyramid_backbone.py",

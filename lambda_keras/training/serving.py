@@ -8,8 +8,8 @@ client sends raw pixels or files. Signatures:
 
 Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batch]``.
 
-The serving graph is TensorFlow's: a model trained with Keras on JAX is exported from its
-``.keras`` file by a TensorFlow-backend process (:func:`export_keras_file`).
+The serving graph is TensorFlow's: with Keras on another backend (JAX), a model is exported
+through a ``.keras`` file by a TensorFlow-backend process (:func:`export_keras_file`).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 
 import keras
 import tensorflow as tf
@@ -30,13 +31,23 @@ __all__ = ["export_for_serving", "export_keras_file"]
 def export_for_serving(
     model: keras.Model, path: str, image_size: int, crop_fraction: float = 0.875
 ) -> str:
-    """Write ``model`` with the two serving signatures to ``path``; returns ``path``."""
+    """Write ``model`` with the two serving signatures to ``path``; returns ``path``.
+
+    With Keras on another backend than TensorFlow, the model is saved to a temporary ``.keras``
+    file that a TensorFlow-backend process exports (:func:`export_keras_file`): its layers must
+    be registered serializable there (every ``lambda_keras`` layer is).
+    """
     if not isinstance(model, keras.Model):
         raise TypeError(f"`model` must be a keras.Model; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
     v.positive_int("image_size", image_size)
     check_crop_fraction(crop_fraction)
+    if keras.backend.backend() != "tensorflow":
+        with tempfile.TemporaryDirectory() as folder:
+            keras_path = os.path.join(folder, "model.keras")
+            model.save(keras_path)
+            return export_keras_file(keras_path, str(path), image_size, crop_fraction)
 
     def classify(images):
         images = normalize(images)

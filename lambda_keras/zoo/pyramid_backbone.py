@@ -19,7 +19,11 @@ square, which at detection resolutions does not fit).
 Batch norm (``batch_norm=``): ``"standard"`` (per replica), ``"synchronized"`` (statistics
 across the replicas of a ``tf.distribute`` strategy, the paper's from-scratch Mask R-CNN, App.
 F.3) or ``"frozen"`` (every batch norm, the lambda layers' included, in inference mode with
-untrainable parameters: the usual choice when fine-tuning from classification weights).
+untrainable parameters: the usual choice when fine-tuning from classification weights). On JAX,
+``keras.distribution`` runs a step as one program over every device, so batch-norm statistics
+are over the global batch already: ``"synchronized"`` leaves Keras' layers as they are there
+(Keras' ``synchronized=True`` does not run on JAX). PyTorch has no synchronized batch norm in
+Keras: ``"synchronized"`` is refused there.
 """
 
 from __future__ import annotations
@@ -165,8 +169,9 @@ def _apply_batch_norm_mode(model: keras.Model, mode: str) -> None:
     for layer in all_layers(model):
         if not isinstance(layer, keras.layers.BatchNormalization):
             continue
-        if mode == "synchronized":
-            # Read when the layer is called (keras.ops.moments(synchronized=...)).
+        if mode == "synchronized" and keras.backend.backend() == "tensorflow":
+            # Read when the layer is called (keras.ops.moments(synchronized=...)); on JAX the
+            # statistics are over the global batch already (module docstring).
             layer.synchronized = True
         elif mode == "frozen":
             # A Keras 3 batch norm that is not trainable normalises with its moving statistics.

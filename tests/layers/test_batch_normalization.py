@@ -34,6 +34,18 @@ def test_an_empty_batch_leaves_the_statistics_and_a_full_one_updates_them():
     np.testing.assert_allclose(mean, 0.25 * 0 + 0.75 * x.mean(axis=(0, 1, 2)), rtol=1e-5)
 
 
+def test_the_batch_variance_of_large_values_is_their_spread_on_every_backend():
+    """Values of 1e4 +- 0.5: ``E[x^2] - E[x]^2`` (Keras on PyTorch) cancels in float32 to a
+    variance off by several units, often negative, and the output is NaN."""
+    rng = np.random.default_rng(0)
+    x = (1e4 + rng.uniform(-0.5, 0.5, (2, 1, 1, 64))).astype("float32")
+    layer = BatchNormalization(momentum=0.0)  # the moving variance is the batch's
+    out = numpy(layer(x, training=True))
+    assert np.isfinite(out).all()
+    expected = np.var(x.astype("float64"), axis=(0, 1, 2))
+    np.testing.assert_allclose(numpy(layer.moving_variance), expected, rtol=1e-3, atol=1e-5)
+
+
 @pytest.mark.tensorflow
 def test_inside_a_compiled_function_with_an_unknown_batch():
     import tensorflow as tf

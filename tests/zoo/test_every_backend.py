@@ -76,8 +76,18 @@ def test_training_without_tensorflow_says_what_to_install():
         import lambda_keras.training  # noqa: F401
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", zoo.list_models())
+# The harness on the depth-50 models in the default run: the ResNet family's (whose blocks are
+# those of every deeper model) and the placement study's ResNet-50; every model under -m slow.
+DEPTH_50 = ("lambda_resnet50", "lambda_resnet50_c4", "resnet_rs50", "resnet50")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(name, marks=() if name in DEPTH_50 else pytest.mark.slow)
+        for name in zoo.list_models()
+    ],
+)
 def test_every_registered_model(name, tmp_path):
     if name.startswith(("resnet_rs", "lambda_resnet")) and any(
         str(d) in name for d in (101, 152, 200, 270, 350, 420)

@@ -3,12 +3,11 @@
 import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from lambda_keras import zoo
 from lambda_keras.layers import LambdaLayer, StochasticDepth
 from lambda_keras.zoo import lambda_resnet, resnet_rs
-from tests.backend import numpy
+from tests.backend import computes_float64, numpy
 
 SMALL = (64, 64, 3)
 # The paper's Table 19, transcribed: block configuration and the c4 blocks with lambda layers.
@@ -155,6 +154,12 @@ def test_preprocess_input_normalises_with_imagenet_statistics():
 
 
 def test_saved_model_export(tmp_path):
+    if keras.backend.backend() == "torch":
+        pytest.skip(
+            "Keras 3.15's tf_saved_model export fails on PyTorch for any model (torch.export: "
+            "dynamic_shapes mismatch); lambda_keras.training.serving exports through a .keras file"
+        )
+    tf = pytest.importorskip("tensorflow", reason="a SavedModel needs TensorFlow installed")
     model = zoo.LambdaResNet50C4(input_shape=SMALL, classes=5)
     x = np.random.default_rng(1).normal(size=(2, *SMALL)).astype("float32")
     expected = numpy(model(x))
@@ -212,6 +217,8 @@ def test_initialisation_is_per_layer_and_follows_the_seed():
     [("mixed_float16", "float32"), ("mixed_bfloat16", "float32"), ("float64", "float64")],
 )
 def test_classifier_runs_in_the_variable_dtype(policy, output_dtype):
+    if output_dtype == "float64" and not computes_float64():
+        pytest.skip("JAX computes float64 as float32 unless jax_enable_x64 is set")
     previous = keras.config.dtype_policy()
     keras.config.set_dtype_policy(policy)
     try:
@@ -219,6 +226,6 @@ def test_classifier_runs_in_the_variable_dtype(policy, output_dtype):
         assert model.get_layer("stem_1_conv").compute_dtype == policy.removeprefix("mixed_")
         probabilities = model(np.zeros((2, 32, 32, 3), "float32"))
         assert keras.backend.standardize_dtype(probabilities.dtype) == output_dtype
-        np.testing.assert_allclose(np.sum(probabilities, axis=-1), 1.0, rtol=1e-5)
+        np.testing.assert_allclose(numpy(probabilities).sum(axis=-1), 1.0, rtol=1e-5)
     finally:
         keras.config.set_dtype_policy(previous)

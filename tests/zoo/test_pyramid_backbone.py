@@ -86,9 +86,12 @@ def test_synchronized_batch_norm_reaches_the_lambda_layers():
         for layer in model._flatten_layers()
         if isinstance(layer, keras.layers.BatchNormalization)
     ]
-    assert all(layer.synchronized for layer in norms)
     lambda_norms = [layer.query_norm for layer in model.layers if isinstance(layer, LambdaLayer)]
-    assert lambda_norms and all(norm.synchronized for norm in lambda_norms)
+    assert norms and lambda_norms
+    # TensorFlow: Keras' cross-replica statistics. JAX: one program over every device computes
+    # them over the global batch already, and Keras' synchronized=True does not run there.
+    synchronized = keras.backend.backend() == "tensorflow"
+    assert all(layer.synchronized == synchronized for layer in norms + lambda_norms)
     out = model(_images(64, 64, batch=2), training=True)  # runs outside a strategy too
     assert np.isfinite(numpy(out["P5"])).all()
 

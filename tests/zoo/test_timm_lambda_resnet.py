@@ -11,6 +11,7 @@ from lambda_keras import zoo
 from lambda_keras.layers import LambdaLayer
 from lambda_keras.zoo import timm_lambda_resnet as tlr
 from lambda_keras.zoo import weights as weights_lib
+from tests.backend import numpy
 
 NAMES = ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]
 
@@ -225,7 +226,7 @@ def test_serving_graph_does_the_models_own_preprocessing(tmp_path):
     path = export_for_serving(model, str(tmp_path / "sm"), spec.image_size, spec.crop_fraction)
     served = tf.saved_model.load(path)
     image = np.random.default_rng(0).integers(0, 256, size=(300, 420, 3), dtype=np.uint8)
-    expected = np.asarray(model(normalize(tlr.eval_image(image, spec))[None], training=False))
+    expected = numpy(model(normalize(tlr.eval_image(image, spec))[None], training=False))
     by_pixels = served.signatures["serve_images"](images=tf.constant(image[None]))
     np.testing.assert_allclose(by_pixels["probabilities"].numpy(), expected, rtol=1e-4, atol=1e-6)
     png = tf.io.encode_png(tf.constant(image))  # lossless: the same pixels
