@@ -14,7 +14,7 @@ class BatchNormalization(keras.layers.BatchNormalization):
     """``keras.layers.BatchNormalization`` that leaves its moving statistics as they were when
     a training batch holds no values.
 
-    Keras' layer averages over the batch: for a batch of shape ``[0, ...]`` (a ``tf.data``
+    Keras' layer averages over the batch: for a batch of shape ``[0, ...]`` (a TensorFlow input
     filter that dropped every example of a shard, say) the mean of no values is NaN, the moving
     mean and variance become NaN, and every later prediction of the model is NaN, silently.
     Here such a batch is normalised and passes through (its output is empty too) and the moving

@@ -8,7 +8,7 @@ client sends raw pixels or files. Signatures:
 
 Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batch]``.
 
-The serving graph is TensorFlow's: with Keras on another backend (JAX), a model is exported
+The serving graph is TensorFlow's: with Keras on another backend (JAX, PyTorch), a model is exported
 through a ``.keras`` file by a TensorFlow-backend process (:func:`export_keras_file`).
 """
 

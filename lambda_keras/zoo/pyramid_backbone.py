@@ -17,13 +17,13 @@ linear in the number of positions at any image size (the einsum's embeddings gro
 square, which at detection resolutions does not fit).
 
 Batch norm (``batch_norm=``): ``"standard"`` (per replica), ``"synchronized"`` (statistics
-across the replicas of a ``tf.distribute`` strategy, the paper's from-scratch Mask R-CNN, App.
-F.3) or ``"frozen"`` (every batch norm, the lambda layers' included, in inference mode with
-untrainable parameters: the usual choice when fine-tuning from classification weights). On JAX,
-``keras.distribution`` runs a step as one program over every device, so batch-norm statistics
-are over the global batch already: ``"synchronized"`` leaves Keras' layers as they are there
-(Keras' ``synchronized=True`` does not run on JAX). PyTorch has no synchronized batch norm in
-Keras: ``"synchronized"`` is refused there.
+across the replicas of a TensorFlow distribution strategy, the paper's from-scratch Mask
+R-CNN, App. F.3) or ``"frozen"`` (every batch norm, the lambda layers' included, in inference
+mode with untrainable parameters: the usual choice when fine-tuning from classification
+weights). On JAX, ``keras.distribution`` runs a step as one program over every device, so
+batch-norm statistics are over the global batch already: ``"synchronized"`` leaves Keras'
+layers as they are there (Keras' ``synchronized=True`` does not run on JAX). PyTorch has no
+synchronized batch norm in Keras: ``"synchronized"`` is refused there.
 """
 
 from __future__ import annotations
