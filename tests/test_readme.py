@@ -53,6 +53,16 @@ def test_python_samples_run(tmp_path, monkeypatch, capsys):
     )
 
 
+def test_no_sample_comment_names_weights_its_call_does_not_load():
+    """A call whose comment says ``weights=...`` passes that argument itself (a default of
+    ``weights=None`` behind a comment naming other weights reads as the opposite)."""
+    for sample in blocks("python"):
+        for line in sample.splitlines():
+            code, _, comment = line.partition("#")
+            if "weights=" in comment and code.rstrip().endswith(")"):
+                assert "weights=" in code, line
+
+
 def test_resnet_rs_weights_table_matches_the_registered_weights():
     from lambda_keras.zoo.resnet_rs import TIMM_WEIGHTS
 

@@ -194,9 +194,10 @@ def train(config: TrainConfig) -> dict:
     pipeline's order fixed for a seed.
 
     Returns:
-        ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``model`` (the
-        trained ``keras.Model``, weight averages swapped in) and, when exporting, the paths
-        ``keras`` and ``saved_model``.
+        ``top1``, ``top5`` (evaluation split), ``train_seconds``, ``steps``, ``skipped``
+        (``{split: number of damaged image files left out}``, the training and evaluation
+        splits), ``model`` (the trained ``keras.Model``, weight averages swapped in) and, when
+        exporting, the paths ``keras`` and ``saved_model``.
     """
     _check(config)
     placement = make_placement(  # multi-worker and multi-host: before any other op
@@ -274,11 +275,13 @@ def _recipe(config: TrainConfig) -> recipes.Recipe:
 
 @dataclasses.dataclass
 class _Inputs:
-    """A run's data: the training source, its pipeline factory and the evaluation batches."""
+    """A run's data: the training source, its pipeline factory, the evaluation batches and the
+    damaged files each split left out (``{split: count}``)."""
 
     train: data.Source
     train_dataset: Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
     eval_dataset: tf.data.Dataset
+    skipped: dict[str, int]
 
 
 def _flips(config: TrainConfig) -> bool:
@@ -328,7 +331,8 @@ def _inputs(config: TrainConfig, recipe: recipes.Recipe) -> _Inputs:
         image_size=config.image_size,
         global_batch_size=config.batch_size,
     )
-    return _Inputs(train_source, train_dataset, eval_dataset)
+    skipped = {split: len(source.skipped) for split, source in sources.items()}
+    return _Inputs(train_source, train_dataset, eval_dataset, skipped)
 
 
 def _compiled_model(config, recipe, num_classes, steps_per_epoch, epochs) -> keras.Model:
@@ -413,7 +417,7 @@ def _train_fit(config, model, placement: Placement, inputs: _Inputs, epochs, ste
         if config.export:  # the chief's save of model.keras, which every host must take part in
             model.save(os.path.join(_host_scratch(config.model_dir), "model.keras"))
         config = dataclasses.replace(config, export=False)
-    return _finish(config, model, metrics, seconds, inputs.train)
+    return _finish(config, model, metrics, seconds, inputs)
 
 
 def _unshare_weight_averages(model: keras.Model) -> None:
@@ -447,16 +451,30 @@ def _train_custom(config, model, strategy, inputs: _Inputs, epochs, steps_per_ep
     metrics = top_k_accuracy(model, inputs.eval_dataset)
     if not is_chief(strategy):
         config = dataclasses.replace(config, export=False)
-    return _finish(config, model, metrics, seconds, inputs.train, reload_for_export=True)
+    return _finish(config, model, metrics, seconds, inputs, reload_for_export=True)
 
 
-def _finish(config, model, metrics, seconds, train_source, reload_for_export=False) -> dict:
+def result_line(eval_split: str, result: dict) -> str:
+    """The run's last line: the scores, how long it trained and, when any split left damaged
+    files out, how many of each (their paths are printed when the data is read)."""
+    line = (
+        f"{eval_split} top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f} "
+        f"({math.ceil(result['train_seconds'])} s of training, {result['steps']} steps"
+    )
+    if any(result["skipped"].values()):
+        counts = ", ".join(f"{n} of {split}" for split, n in result["skipped"].items())
+        line += f"; damaged image files skipped: {counts}, listed above"
+    return line + ")"
+
+
+def _finish(config, model, metrics, seconds, inputs: _Inputs, reload_for_export=False) -> dict:
     """Export (when ``config.export``), print and return the run's results."""
     result = {
         "top1": float(metrics["top1"]),
         "top5": float(metrics["top5"]),
         "train_seconds": seconds,
         "steps": int(model.optimizer.iterations.numpy()),
+        "skipped": inputs.skipped,
         "model": model,
     }
     if config.export:
@@ -470,11 +488,8 @@ def _finish(config, model, metrics, seconds, train_source, reload_for_export=Fal
         else:  # the serving graph is TensorFlow's: built from the .keras file on TensorFlow
             result["saved_model"] = export_keras_file(keras_path, saved_model, config.image_size)
         with open(os.path.join(config.model_dir, "class_names.json"), "w") as f:
-            json.dump(train_source.class_names, f)
-    print(
-        f"{config.eval_split} top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f} "
-        f"({math.ceil(seconds)} s of training, {result['steps']} steps)"
-    )
+            json.dump(inputs.train.class_names, f)
+    print(result_line(config.eval_split, result))
     if config.export:
         print(f"exported {result['keras']} and SavedModel {result['saved_model']}")
     return result

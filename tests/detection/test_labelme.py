@@ -100,6 +100,59 @@ def test_bad_files_are_refused_naming_the_file(tmp_path, shape, image_path, mess
         labelme.labelme_to_coco(tmp_path)
 
 
+def _folder_with_lines_and_points(folder):
+    """Two files mixing instances with shapes that mark no area (as labelme's own instance
+    segmentation example draws thin parts); 'scratch' is drawn only as lines."""
+    square = [[5, 5], [25, 5], [25, 20], [5, 20]]
+    write_labelme(
+        folder,
+        "a",
+        [
+            ("cat", "polygon", square, None, {}),
+            ("scratch", "line", [[1, 1], [9, 9]], None, {}),
+            ("scratch", "line", [[2, 1], [9, 3]], None, {}),
+            ("eye", "point", [[10, 10]], None, {}),
+        ],
+    )
+    write_labelme(
+        folder,
+        "b",
+        [("scratch", "line", [[3, 3], [9, 9]], None, {}), ("dog", "rectangle", square[::2], 1, {})],
+    )
+
+
+def test_shapes_without_area_are_refused_or_skipped_and_counted(tmp_path, capsys):
+    _folder_with_lines_and_points(tmp_path / "in")
+    with pytest.raises(ValueError, match="a.json: shape 1 .* --skip_shape_types=line"):
+        labelme.labelme_to_coco(tmp_path / "in")
+    with pytest.raises(ValueError, match="a.json: shape 3 .*'point'.*--skip_shape_types=point"):
+        labelme.labelme_to_coco(tmp_path / "in", skip_shape_types="line")
+    data = labelme.labelme_to_coco(tmp_path / "in", skip_shape_types=("line", "point"))
+    assert [c["name"] for c in data["categories"]] == ["cat", "dog"]  # no 'scratch', no 'eye'
+    assert len(data["annotations"]) == 2
+    assert data["info"]["skipped_shapes"] == {
+        "line": {"shapes": 3, "files": 2},
+        "point": {"shapes": 1, "files": 1},
+    }
+    summary = "skipped 3 'line' shape(s) in 2 file(s), 1 'point' shape(s) in 1 file(s)"
+    assert labelme.skipped_summary(data) == summary
+    # The command line: refused (exit status, one line), then through with the flag.
+    with pytest.raises(SystemExit, match="labelme: .*--skip_shape_types=line"):
+        labelme.main(["--input", str(tmp_path / "in"), "--output", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
+    out = tmp_path / "out.json"
+    labelme.main(
+        ["--input", str(tmp_path / "in"), f"--output={out}", "--skip_shape_types=line,point"]
+    )
+    printed = capsys.readouterr().out
+    assert "2 images, 2 instances, 2 categories; " + summary in printed
+    assert coco.load_coco(out, tmp_path / "in").class_names == ("cat", "dog")
+    clean = labelme.labelme_to_coco(tmp_path / "in", skip_shape_types=["line", "point", "circle"])
+    assert "circle" not in clean["info"]["skipped_shapes"]  # nothing of that type was there
+    with pytest.raises(ValueError, match="skip_shape_types.*'ellipse' unknown"):
+        labelme.labelme_to_coco(tmp_path / "in", skip_shape_types=["line", "ellipse"])
+
+
 def test_training_reads_labelme_folders_with_one_category_list(tmp_path):
     square = [[5, 5], [25, 5], [25, 20], [5, 20]]
     write_labelme(

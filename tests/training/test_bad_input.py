@@ -143,6 +143,37 @@ def test_evaluation_says_how_many_images_it_scored_and_skipped(tmp_path, capsys)
     assert "(5 images): top-1" in clean
 
 
+def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path, capsys):
+    from lambda_keras.training.trainer import TrainConfig, result_line, train
+
+    root = tmp_path / "data"
+    write_images(root / "train", {"a": 4, "b": 4})
+    write_images(root / "test", {"a": 2, "b": 2})
+    (root / "train" / "b" / "cut.png").write_bytes(
+        (root / "train" / "a" / "0.png").read_bytes()[:40]
+    )
+    config = TrainConfig(
+        model="resnet50",
+        dataset=f"folder:{root}",
+        width_multiplier=0.125,
+        batch_size=4,
+        epochs=1,
+        steps_per_epoch=1,
+        model_dir=str(tmp_path / "run"),
+        export=False,
+        verbose=0,
+    )
+    result = train(config)
+    assert result["skipped"] == {"train": 1, "test": 0}
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == result_line("test", result)
+    assert last.endswith(
+        "1 steps; damaged image files skipped: 1 of train, 0 of test, listed above)"
+    )
+    clean = result_line("test", {**result, "skipped": {"train": 0, "test": 0}})
+    assert clean.startswith("test top-1 ") and clean.endswith("1 steps)")
+
+
 def test_eval_with_another_number_of_classes(tmp_path):
     import keras
 

@@ -44,6 +44,7 @@ def nms(
         _checks.same_sizes("boxes", boxes, "scores", scores, axes=rank)
     count = tf.shape(scores)[-1]
     boxes, scores = _with_a_padding_box(_readable_boxes(boxes), scores)
+    boxes, scores = _above(score_threshold, boxes, scores)
     # TensorFlow drops a box whose IoU with a kept one is >= its threshold; the contract (and
     # torchvision) drops it when > iou_threshold: the next float32 up turns one into the other.
     threshold = float(np.nextafter(np.float32(iou_threshold), np.float32(np.inf)))
@@ -52,7 +53,6 @@ def nms(
         scores,
         max_output_size,
         iou_threshold=threshold,
-        score_threshold=score_threshold,
         pad_to_max_output_size=True,
         canonicalized_coordinates=True,
     )
@@ -60,13 +60,33 @@ def nms(
     return tf.where(valid, indices, 0), valid
 
 
+def _lowest(dtype: tf.DType) -> tf.Tensor:
+    """The lowest finite score. Not -inf: TensorFlow's own score threshold multiplies scores by
+    0 or 1, and -inf * 0 is NaN, which leaves its descending sort out of order."""
+    return tf.constant(dtype.min, dtype)
+
+
 def _with_a_padding_box(boxes: tf.Tensor, scores: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
     """One more box, last, that TensorFlow reads as padding (all coordinates 0, the lowest
     score): zero boxes then give padding, not a slicing error, with static shapes (XLA)."""
     leading = tf.shape(scores)[:-1]
     pad_boxes = tf.zeros(tf.concat([leading, [1, 4]], 0), boxes.dtype)
-    pad_scores = tf.fill(tf.concat([leading, [1]], 0), tf.constant(-np.inf, scores.dtype))
+    pad_scores = tf.fill(tf.concat([leading, [1]], 0), _lowest(scores.dtype))
     return tf.concat([boxes, pad_boxes], -2), tf.concat([scores, pad_scores], -1)
+
+
+def _above(
+    score_threshold: float, boxes: tf.Tensor, scores: tf.Tensor
+) -> tuple[tf.Tensor, tf.Tensor]:
+    """Boxes scoring at most ``score_threshold`` become padding (the all-zero box, which
+    TensorFlow never returns and which overlaps nothing) with the lowest score, so that the
+    kept boxes still come in decreasing score order (boxes are positive here, see
+    :func:`_readable_boxes`)."""
+    if score_threshold == float("-inf"):
+        return boxes, scores
+    keep = scores > tf.cast(score_threshold, scores.dtype)
+    boxes = tf.where(keep[..., None], boxes, tf.zeros_like(boxes))
+    return boxes, tf.where(keep, scores, _lowest(scores.dtype))
 
 
 def _readable_boxes(boxes: tf.Tensor) -> tf.Tensor:

@@ -40,4 +40,9 @@ def test_ops_match_torchvision():
         "roi_align_valid_sizes",
     }, result.stdout
     assert all(float(d) <= 1e-5 for d in diffs.values()), result.stdout
-    assert equal == {"nms": "True", "batched_nms": "True"}, result.stdout
+    assert equal == {
+        "nms": "True",
+        "batched_nms": "True",
+        "nms_threshold": "True",
+        "batched_nms_threshold": "True",
+    }, result.stdout

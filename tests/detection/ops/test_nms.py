@@ -114,3 +114,45 @@ def test_matches_greedy_nms_with_inverted_and_negative_boxes(seed):
     scores = rng.permutation(80).astype("float32") / 80
     indices, valid = ops.nms(boxes, scores, max_output_size=60, iou_threshold=0.4)
     assert kept(indices, valid) == reference.greedy_nms(boxes, scores, 0.4, 60)
+
+
+def _clustered_boxes(rng, n):
+    """``n`` boxes around ten centres: many overlap, so suppression decides most of them."""
+    centres = rng.uniform(0, 100, (10, 2))[rng.integers(0, 10, n)] + rng.normal(0, 5, (n, 2))
+    sizes = rng.uniform(10, 30, (n, 2))
+    return np.concatenate([centres - sizes / 2, centres + sizes / 2], 1).astype("float32")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_score_threshold_keeps_the_decreasing_score_order(seed):
+    """torchvision's nms on the boxes scoring above the threshold, in its (score) order."""
+    rng = np.random.default_rng(seed)
+    boxes = _clustered_boxes(rng, 150)
+    scores = rng.permutation(150).astype("float32") / 150
+    above = np.flatnonzero(scores > 0.3)
+    expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 150)].tolist()
+    assert kept(*ops.nms(boxes, scores, 150, 0.5, score_threshold=0.3)) == expected
+    assert np.all(np.diff(scores[expected]) < 0) and len(expected) > 20
+    # batched_nms with one class is nms; with two classes, each class's greedy NMS, merged by score.
+    classes = np.zeros(150, "int32")
+    assert kept(*ops.batched_nms(boxes, scores, classes, 150, 0.5, 0.3)) == expected
+    classes = rng.integers(0, 2, 150).astype("int32")
+    per_class = []
+    for c in (0, 1):
+        members = above[classes[above] == c]
+        greedy = reference.greedy_nms(boxes[members], scores[members], 0.5, 150)
+        per_class += members[greedy].tolist()
+    merged = sorted(per_class, key=lambda i: -scores[i])
+    assert kept(*ops.batched_nms(boxes, scores, classes, 150, 0.5, 0.3)) == merged
+
+
+def test_a_score_threshold_with_negative_scores_and_xla():
+    """Scores below zero and a threshold below zero: the same set and order, also under XLA."""
+    rng = np.random.default_rng(3)
+    boxes = _clustered_boxes(rng, 150)
+    scores = rng.permutation(150).astype("float32") / 150 - 0.9
+    above = np.flatnonzero(scores > -0.6)
+    expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 40)].tolist()
+    run = tf.function(lambda b, s: ops.nms(b, s, 40, 0.5, -0.6), jit_compile=True)
+    assert kept(*ops.nms(boxes, scores, 40, 0.5, score_threshold=-0.6)) == expected
+    assert kept(*run(boxes, scores)) == expected

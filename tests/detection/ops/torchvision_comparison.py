@@ -45,6 +45,29 @@ def torch_results():
         xyxy(many), torch.from_numpy(scores), torch.from_numpy(classes), 0.5
     ).numpy()
     out["nms"] = (many, scores, classes, keep, keep_cls)
+    # With a score threshold: torchvision's nms on the boxes above it (clustered boxes).
+    centres = RNG.uniform(0, 100, (10, 2))[RNG.integers(0, 10, 150)] + RNG.normal(0, 5, (150, 2))
+    sides = RNG.uniform(10, 30, (150, 2))
+    clustered = np.concatenate([centres - sides / 2, centres + sides / 2], 1).astype("float32")
+    clustered_scores = RNG.permutation(150).astype("float32") / 150
+    clustered_classes = RNG.integers(0, 3, 150)
+    above = np.flatnonzero(clustered_scores > 0.3)
+    keep = torchvision.ops.nms(
+        xyxy(clustered[above]), torch.from_numpy(clustered_scores[above]), 0.5
+    ).numpy()
+    keep_cls = tv_boxes.batched_nms(
+        xyxy(clustered[above]),
+        torch.from_numpy(clustered_scores[above]),
+        torch.from_numpy(clustered_classes[above]),
+        0.5,
+    ).numpy()
+    out["nms_threshold"] = (
+        clustered,
+        clustered_scores,
+        clustered_classes,
+        above[keep],
+        above[keep_cls],
+    )
     masks = RNG.uniform(size=(5, 28, 28)).astype("float32")
     mboxes = random_boxes(5, 40)
     mboxes[:, 2:] += 2.0
@@ -123,6 +146,12 @@ def main():
     print(f"nms equal={indices.numpy()[valid.numpy()].tolist() == keep.tolist()}")
     indices, valid = ops.batched_nms(many, scores, classes, 200, 0.5)
     print(f"batched_nms equal={indices.numpy()[valid.numpy()].tolist() == keep_cls.tolist()}")
+    many, scores, classes, keep, keep_cls = reference["nms_threshold"]
+    indices, valid = ops.nms(many, scores, 150, 0.5, score_threshold=0.3)
+    print(f"nms_threshold equal={indices.numpy()[valid.numpy()].tolist() == keep.tolist()}")
+    indices, valid = ops.batched_nms(many, scores, classes, 150, 0.5, score_threshold=0.3)
+    same = indices.numpy()[valid.numpy()].tolist() == keep_cls.tolist()
+    print(f"batched_nms_threshold equal={same}")
     masks, mboxes, expected = reference["paste_masks"]
     got = ops.paste_masks(masks, mboxes, (40, 48), threshold=None).numpy()
     print(f"paste_masks max_diff={np.abs(got - expected).max():.3g}")
