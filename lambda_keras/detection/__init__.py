@@ -3,7 +3,9 @@
 * :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
   (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`).
 * :func:`maskrcnn_resnet50_fpn`: torchvision's COCO Mask R-CNN (``weights="coco"``), converted
-  exactly (:class:`TorchvisionMaskRCNN`, :mod:`lambda_keras.detection.convert_torchvision`).
+  exactly: a ``MaskRCNN`` with torchvision's rules as settings
+  (:mod:`lambda_keras.detection.torchvision`, :mod:`lambda_keras.detection.convert_torchvision`).
+* :mod:`lambda_keras.detection.transform`: each model's input transform (resize, pad, map back).
 * :mod:`lambda_keras.detection.ops`: boxes, anchors, ROIAlign, NMS, mask pasting.
 * :mod:`lambda_keras.detection.targets`: training targets with static shapes.
 """
@@ -18,8 +20,8 @@ from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.schedules import WarmupStepDecay
-from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
-from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
+from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
 
 __all__ = [
     "BoxHead",
@@ -27,7 +29,8 @@ __all__ = [
     "MaskHead",
     "MaskRCNN",
     "RPNHead",
-    "TorchvisionMaskRCNN",
+    "LetterboxTransform",
+    "TorchvisionTransform",
     "WarmupStepDecay",
     "maskrcnn_resnet50_fpn",
     "ops",

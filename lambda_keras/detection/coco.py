@@ -38,6 +38,7 @@ import tensorflow as tf
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size
+from lambda_keras.detection.transform import letterbox_size
 from lambda_keras.image_files import is_damaged_image
 
 __all__ = ["CocoSource", "load_coco", "make_dataset"]
@@ -271,10 +272,8 @@ class _Prepare:
         image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
         image = tf.cast(image, tf.float32)
         shape = tf.cast(tf.shape(image)[:2], tf.float32)
-        scale = self.image_size / tf.reduce_max(shape)
-        if self.training:
-            scale *= tf.random.uniform((), *self.scale_range)
-        size = tf.maximum(tf.cast(tf.round(shape * scale), tf.int32), 1)
+        jitter = tf.random.uniform((), *self.scale_range) if self.training else 1.0
+        scale, size = letterbox_size(shape, self.image_size, jitter)
         image = tf.image.resize(image, size)
         frames = boxes * scale
         offset = tf.zeros(2)

@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 from lambda_keras import converter_cli
-from lambda_keras.detection import torchvision_checkpoint
+from lambda_keras.checkpoints import read_checkpoint
+from lambda_keras.detection.torchvision import checkpoint as torchvision_checkpoint
 from lambda_keras.zoo import weights as weights_lib
-from lambda_keras.zoo.timm_checkpoint import read_checkpoint
 
 __all__ = ["MODELS", "convert"]
 
@@ -28,7 +28,7 @@ MODELS = ("maskrcnn_resnet50_fpn",)
 def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:
     """Convert ``checkpoint`` (torchvision's ``model_name``) to ``output`` (``.weights.h5``),
     written atomically and only when every tensor converted. Returns ``output``."""
-    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 
     if model_name not in MODELS:
         raise ValueError(f"`model` must be one of {', '.join(MODELS)}; received {model_name!r}.")

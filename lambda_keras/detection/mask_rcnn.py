@@ -15,6 +15,11 @@ proposal, RoI and detection sets, padded NMS), so the training step compiles wit
   "masks": [b, D, 28, 28] probabilities inside each box, "valid": [b, D]}`` in the input
   image's pixels; :func:`lambda_keras.detection.ops.paste_masks` puts masks into the image.
 
+* Or ``{"images": [b, H, W, 3], "image_sizes": [b, 2]}``: each image's ``(height, width)`` at
+  the top left of the batch; boxes are clipped to it (and, with a ``transform`` that pads each
+  image to a multiple, every map is zeroed beyond that padded part: each image then gives what
+  it gives alone, whatever the batch).
+
 The defaults are the standard Mask R-CNN's (Detectron2 / torchvision): anchors 32-512 on P2-P6
 with ratios 0.5, 1, 2; RPN 256 anchors per image at 50% positives (IoU 0.7 / 0.3), 2000 (train)
 / 1000 (test) boxes per level before NMS 0.7 and 1000 after; 512 RoIs at 25% foreground (IoU
@@ -22,9 +27,17 @@ with ratios 0.5, 1, 2; RPN 256 anchors per image at 50% positives (IoU 0.7 / 0.3
 NMS 0.5. Losses (torchvision's): binary cross-entropy and smooth L1 (beta 1/9) for the RPN,
 softmax cross-entropy and smooth L1 (beta 1/9) for the box head, per-pixel binary
 cross-entropy of the ground-truth class's mask for the mask head.
+
+Variants are settings, not subclasses: torchvision's Mask R-CNN
+(:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`) is this model with its backbone, its
+anchor rule (``anchor_rule="torchvision"``), ROIAlign without the half-pixel shift
+(``roi_align_aligned=False``), its proposal counts and minimum sizes, and its input transform
+(:class:`~lambda_keras.detection.transform.TorchvisionTransform`).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import keras
 import tensorflow as tf
@@ -34,14 +47,34 @@ from lambda_keras.detection import ops, targets
 from lambda_keras.detection.detections import select_detections
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
-from lambda_keras.detection.image_size import SIZE_MULTIPLE
+from lambda_keras.detection.image_size import SIZE_MULTIPLE, check_image_size
 from lambda_keras.detection.proposals import generate_proposals
+from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+from lambda_keras.detection.valid_region import zero_outside
 from lambda_keras.preprocessing import normalize
 
-__all__ = ["LOSS_NAMES", "MaskRCNN"]
+__all__ = ["ANCHOR_RULES", "LOSS_NAMES", "MaskRCNN"]
 
 LOSS_NAMES = ("rpn_objectness", "rpn_box", "classification", "box", "mask")
 ROI_LEVELS = ("P2", "P3", "P4", "P5")
+# "centres": anchors centred on their cells (ops.pyramid_anchors); "torchvision": on the cells'
+# corners with rounded sides and torchvision's strides, per image (ops.torchvision_anchors).
+ANCHOR_RULES = ("centres", "torchvision")
+
+
+@dataclasses.dataclass(frozen=True)
+class _View:
+    """Where the images lie in a batch: the canvas ``(h, w)``, each image's size ``[b, 2]``
+    (None: every image fills the canvas) and, with a transform that pads each image to a
+    multiple, that padded size ``[b, 2]`` (None: nothing is zeroed)."""
+
+    canvas: tuple[int, int]
+    image_sizes: tf.Tensor | None
+    padded: tf.Tensor | None
+
+    @property
+    def clip_to(self):
+        return self.canvas if self.image_sizes is None else self.image_sizes
 
 
 def smooth_l1(diff, beta: float):
@@ -65,6 +98,16 @@ class MaskRCNN(keras.Model):
         max_detections: Detections per image.
         score_threshold: Smallest class score a detection may have.
         box_head_units, mask_head_channels: Widths of the heads (1024, 256 in the paper).
+        anchor_rule: One of :data:`ANCHOR_RULES`.
+        roi_align_aligned: ROIAlign's half-pixel shift (True; torchvision's v1 model: False).
+        proposal_min_size, detection_min_size: Proposals (detections) with a side below (at
+            most) this many pixels are dropped.
+        detection_candidates: (box, class) pairs kept before the final per-class NMS (a fixed
+            number keeps shapes static; torchvision keeps every pair above the threshold).
+        transform: The input transform the model serves with: None (the project's letterbox,
+            at a size chosen when serving) or a
+            :class:`~lambda_keras.detection.transform.TorchvisionTransform`.
+        categories: ``[{"id": int, "name": str}]`` per class (e.g. COCO's), or None.
     """
 
     def __init__(
@@ -79,6 +122,13 @@ class MaskRCNN(keras.Model):
         score_threshold: float = 0.05,
         box_head_units: int = 1024,
         mask_head_channels: int = 256,
+        anchor_rule: str = "centres",
+        roi_align_aligned: bool = True,
+        proposal_min_size: float = 0.0,
+        detection_min_size: float = 0.0,
+        detection_candidates: int = 1000,
+        transform: TorchvisionTransform | None = None,
+        categories: list[dict] | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -99,6 +149,17 @@ class MaskRCNN(keras.Model):
         self.score_threshold = v.number_in("score_threshold", score_threshold, 0.0, 1.0)
         self.box_head_units = v.positive_int("box_head_units", box_head_units)
         self.mask_head_channels = v.positive_int("mask_head_channels", mask_head_channels)
+        self.anchor_rule = v.one_of("anchor_rule", anchor_rule, ANCHOR_RULES)
+        self.roi_align_aligned = v.boolean("roi_align_aligned", roi_align_aligned)
+        self.proposal_min_size = v.number_in(
+            "proposal_min_size", proposal_min_size, 0.0, float("inf")
+        )
+        self.detection_min_size = v.number_in(
+            "detection_min_size", detection_min_size, 0.0, float("inf")
+        )
+        self.detection_candidates = v.positive_int("detection_candidates", detection_candidates)
+        self.transform = _check_transform(transform, backbone)
+        self.categories = _check_categories(categories, self.num_classes)
         self.fpn = FeaturePyramid(fpn_channels, name="fpn")
         self.rpn_head = RPNHead(len(ops.DEFAULT_ASPECT_RATIOS), fpn_channels, name="rpn_head")
         self.box_head = BoxHead(num_classes, box_head_units, name="box_head")
@@ -110,6 +171,8 @@ class MaskRCNN(keras.Model):
     def build(self, input_shape):
         """Creates every weight. They do not depend on the image size: a forward pass on one
         zero image of 64 x 64 (the smallest valid size) with ``input_shape``'s channels."""
+        if isinstance(input_shape, dict):
+            input_shape = input_shape["images"]
         channels = input_shape[-1] if input_shape and input_shape[-1] else 3
         side = SIZE_MULTIPLE
         self.call(tf.zeros((1, side, side, channels), self.compute_dtype))
@@ -123,47 +186,115 @@ class MaskRCNN(keras.Model):
     def build_from_config(self, config):
         self.build(config["input_shape"])
 
-    def __call__(self, images, *args, **kwargs):
+    def __call__(self, inputs, *args, **kwargs):
         # Before Keras traces the call (an error raised inside it would print the whole input).
-        if hasattr(images, "shape"):
-            _check_images(tuple(images.shape))
-        return super().__call__(images, *args, **kwargs)
+        if isinstance(inputs, dict):
+            inputs = _check_inputs(inputs)
+        elif hasattr(inputs, "shape"):
+            _check_images(tuple(inputs.shape))
+        return super().__call__(inputs, *args, **kwargs)
+
+    def input_transform(self, image_size: int | None = None):
+        """How a photo becomes this model's input and its outputs go back into the photo
+        (:mod:`lambda_keras.detection.transform`): the model's own ``transform``, or the
+        letterbox at ``image_size`` (a multiple of 64) when one is given."""
+        if image_size is not None:
+            return LetterboxTransform(check_image_size(image_size))
+        if self.transform is None:
+            raise ValueError(
+                "`image_size` is needed to export this MaskRCNN (the side it detects at, a "
+                "multiple of 64); only models with their own transform (torchvision's) carry "
+                "their preprocessing."
+            )
+        return self.transform
 
     # ------------------------------------------------------------------ shared
-    def _features(self, images, training):
-        image_size = _static_image_size(images)
+    def _view(self, images, image_sizes) -> _View:
+        canvas = _static_image_size(images)
+        if image_sizes is None:
+            return _View(canvas, None, None)
+        image_sizes = tf.minimum(tf.cast(image_sizes, tf.int32), tf.constant(canvas, tf.int32))
+        multiple = None if self.transform is None else self.transform.size_divisible
+        padded = None if multiple is None else -(-image_sizes // multiple) * multiple
+        return _View(canvas, image_sizes, padded)
+
+    def pyramid_features(self, inputs, training: bool = False) -> dict:
+        """The FPN's maps ``{"P2": [b, h / 4, w / 4, c], ..., "P6": ...}`` for ``inputs``
+        (images, or ``{"images", "image_sizes"}``)."""
+        images, image_sizes = _split(inputs)
+        return self._features(images, self._view(images, image_sizes), training)
+
+    def _features(self, images, view: _View, training):
         x = normalize(tf.cast(images, self.compute_dtype))
-        features = self.fpn(self.backbone(x, training=training))
-        return image_size, features
+        if not _takes_valid_sizes(self.backbone):
+            return self.fpn(self.backbone(x, training=training))
+        padded = view.padded
+        if padded is None:  # every image fills the batch
+            padded = tf.tile(tf.constant([view.canvas], tf.int32), [tf.shape(images)[0], 1])
+        else:
+            x = zero_outside(x, view.image_sizes, 1)
+        features = self.backbone({"images": x, "valid_sizes": padded}, training=training)
+        return self.fpn(features, valid_sizes=view.padded)
 
-    def _roi_features(self, features, boxes, size):
+    def _roi_features(self, features, boxes, size, view: _View):
         pyramid = {level: features[level] for level in ROI_LEVELS}
-        return ops.multilevel_roi_align(pyramid, boxes, size, sampling_ratio=2)
+        return ops.multilevel_roi_align(
+            pyramid,
+            boxes,
+            size,
+            sampling_ratio=2,
+            aligned=self.roi_align_aligned,
+            valid_sizes=view.padded,
+        )
 
-    def _proposals(self, features, image_size, training):
+    def _anchors(self, view: _View):
+        """``(anchors, valid)``: ``{"P<l>": [n_l, 4]}`` for every image alike, or per image
+        ``{"P<l>": [b, n_l, 4]}`` with their validity (torchvision's rule on images of their
+        own sizes)."""
+        if self.anchor_rule == "centres":
+            return ops.pyramid_anchors(view.canvas), None
+        if view.image_sizes is None:  # every image fills the batch: one set of anchors
+            anchors, _ = ops.torchvision_anchors(view.canvas, tf.constant([view.canvas]))
+            return {level: boxes[0] for level, boxes in anchors.items()}, None
+        sizes = view.image_sizes if view.padded is None else view.padded
+        return ops.torchvision_anchors(view.canvas, sizes)
+
+    def _proposals(self, features, view: _View, training):
         objectness, deltas = self.rpn_head(features)
-        anchors = ops.pyramid_anchors(image_size)
+        anchors, valid = self._anchors(view)
         pre, post = self.rpn_top_k[:2] if training else self.rpn_top_k[2:]
         proposals = generate_proposals(
-            objectness, deltas, anchors, image_size, pre_nms_top_k=pre, post_nms_top_k=post
+            objectness,
+            deltas,
+            anchors,
+            view.clip_to,
+            pre_nms_top_k=pre,
+            post_nms_top_k=post,
+            min_size=self.proposal_min_size,
+            anchors_valid=valid,
         )
         return objectness, deltas, anchors, proposals
 
     # ------------------------------------------------------------------ inference
-    def call(self, images, training=False):
-        image_size, features = self._features(images, training)
-        _, _, _, (rois, rois_valid) = self._proposals(features, image_size, training=False)
-        logits, deltas = self.box_head(self._roi_features(features, rois, 7))
+    def call(self, inputs, training=False):
+        images, image_sizes = _split(inputs)
+        view = self._view(images, image_sizes)
+        features = self._features(images, view, training)
+        _, _, _, (rois, rois_valid) = self._proposals(features, view, training=False)
+        logits, deltas = self.box_head(self._roi_features(features, rois, 7, view))
         detections = select_detections(
             logits,
             deltas,
             rois,
             rois_valid,
-            image_size,
+            view.clip_to,
             max_detections=self.max_detections,
             score_threshold=self.score_threshold,
+            candidates=self.detection_candidates,
+            min_size=self.detection_min_size,
         )
-        mask_logits = self.mask_head(self._roi_features(features, detections["boxes"], 14))
+        boxes = detections["boxes"]
+        mask_logits = self.mask_head(self._roi_features(features, boxes, 14, view))
         masks = _pick_class(mask_logits, tf.maximum(detections["classes"], 0))
         detections["masks"] = tf.sigmoid(tf.cast(masks, tf.float32))
         return detections
@@ -173,28 +304,29 @@ class MaskRCNN(keras.Model):
         """The five losses of a batch (each a float32 scalar)."""
         gt_boxes = tf.cast(y["boxes"], tf.float32)
         gt_classes = tf.cast(y["classes"], tf.int32)
-        image_size, features = self._features(images, training)
+        view = self._view(images, None)
+        features = self._features(images, view, training)
         objectness, deltas, anchors, (proposals, valid) = self._proposals(
-            features, image_size, training=True
+            features, view, training=True
         )
         all_anchors = tf.concat(list(anchors.values()), 0)
         losses = _rpn_losses(objectness, deltas, all_anchors, gt_boxes, gt_classes)
         sampled = targets.sample_rois(
             proposals, valid, gt_boxes, gt_classes, batch_size_per_image=self.rois_per_image
         )
-        logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7))
+        logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7, view))
         losses.update(_box_head_losses(logits, box_deltas, sampled))
-        losses["mask"] = self._mask_loss(features, sampled, y, gt_boxes)
+        losses["mask"] = self._mask_loss(features, view, sampled, y, gt_boxes)
         # Every sub-layer is built now: after `fit` alone, `summary`, `count_params` and `save`
         # work as after a call.
         self.built = True
         return losses
 
-    def _mask_loss(self, features, sampled, y, gt_boxes):
+    def _mask_loss(self, features, view, sampled, y, gt_boxes):
         f = sampled.num_foreground
         rois, classes = sampled.rois[:, :f], sampled.classes[:, :f]
         foreground = tf.cast(classes > 0, tf.float32)
-        logits = self.mask_head(self._roi_features(features, rois, 14))
+        logits = self.mask_head(self._roi_features(features, rois, 14, view))
         logits = tf.cast(_pick_class(logits, tf.maximum(classes - 1, 0)), tf.float32)
         mask_targets = targets.crop_instance_masks(
             tf.cast(y["masks"], tf.float32),
@@ -245,12 +377,20 @@ class MaskRCNN(keras.Model):
             "score_threshold": self.score_threshold,
             "box_head_units": self.box_head_units,
             "mask_head_channels": self.mask_head_channels,
+            "anchor_rule": self.anchor_rule,
+            "roi_align_aligned": self.roi_align_aligned,
+            "proposal_min_size": self.proposal_min_size,
+            "detection_min_size": self.detection_min_size,
+            "detection_candidates": self.detection_candidates,
+            "transform": keras.saving.serialize_keras_object(self.transform),
+            "categories": self.categories,
         }
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
+        config["transform"] = keras.saving.deserialize_keras_object(config.get("transform"))
         return cls(**config)
 
 
@@ -270,6 +410,72 @@ def _check_backbone_outputs(backbone: keras.Model) -> None:
             f"'P5': 32}} (e.g. lambda_keras.zoo.LambdaResNetBackbone); {backbone.name!r} outputs "
             f"{received}, missing {missing}."
         )
+
+
+def _takes_valid_sizes(backbone: keras.Model) -> bool:
+    """Whether the backbone takes ``{"images", "valid_sizes"}`` (and zeroes its maps beyond
+    each image's valid part, as :mod:`lambda_keras.detection.torchvision.resnet` does)."""
+    try:
+        inputs = backbone.input
+    except (AttributeError, ValueError):  # a subclassed or never-called model: images alone
+        return False
+    return isinstance(inputs, dict) and set(inputs) == {"images", "valid_sizes"}
+
+
+def _check_transform(transform, backbone: keras.Model):
+    if transform is None:
+        return None
+    if not isinstance(transform, TorchvisionTransform):
+        raise TypeError(
+            "`transform` must be None (the letterbox, sized when serving) or a "
+            f"TorchvisionTransform; received {type(transform).__name__}."
+        )
+    if not _takes_valid_sizes(backbone):
+        raise ValueError(
+            f"A transform that pads each image to a multiple of {transform.size_divisible} "
+            "needs a backbone that takes {'images': ..., 'valid_sizes': ...} and zeroes its "
+            f"maps beyond each image (torchvision's ResNet-50); {backbone.name!r} does not."
+        )
+    return transform
+
+
+def _check_categories(categories, num_classes: int):
+    if categories is None:
+        return None
+    categories = [dict(c) for c in categories]
+    if len(categories) != num_classes or not all(
+        isinstance(c.get("id"), int) and isinstance(c.get("name"), str) for c in categories
+    ):
+        raise ValueError(
+            f"`categories` must hold one {{'id': int, 'name': str}} per class ({num_classes}); "
+            f"received {len(categories)} entries, first {categories[:1]}."
+        )
+    return categories
+
+
+def _split(inputs):
+    """``(images, image_sizes or None)`` of the model's input."""
+    if isinstance(inputs, dict):
+        return inputs["images"], inputs["image_sizes"]
+    return inputs, None
+
+
+def _check_inputs(inputs: dict) -> dict:
+    """``{"images": [b, H, W, 3], "image_sizes": [b, 2]}``, the sizes as int32."""
+    if set(inputs) != {"images", "image_sizes"}:
+        raise ValueError(
+            "MaskRCNN takes images [batch, height, width, 3] or {'images': ..., "
+            f"'image_sizes': [batch, 2]}}; received a dict with keys {sorted(inputs)}."
+        )
+    images = inputs["images"]
+    _check_images(tuple(images.shape))
+    sizes = tf.convert_to_tensor(inputs["image_sizes"])
+    if sizes.shape.rank != 2 or sizes.shape[-1] != 2 or not sizes.dtype.is_integer:
+        raise ValueError(
+            "`image_sizes` must be integers [batch, 2], each image's (height, width) inside "
+            f"the batch; received {sizes.dtype.name} of shape {tuple(sizes.shape)}."
+        )
+    return {"images": images, "image_sizes": tf.cast(sizes, tf.int32)}
 
 
 def _check_images(shape: tuple) -> None:

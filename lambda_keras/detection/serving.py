@@ -4,15 +4,15 @@ detections in that image's pixels out.
 Signature ``serving_default(image: uint8 [height, width, 3])`` returns ``boxes [D, 4]``
 (``y1, x1, y2, x2`` in the image's pixels), ``scores [D]``, ``classes [D]`` (0-based labels,
 -1 for padding), ``masks [D, height, width]`` (uint8 0/1, pasted into the image) and
-``num_detections`` (the valid ones come first). The image is resized so that its longer side is
-the model's ``image_size`` and padded, as in evaluation.
+``num_detections`` (the valid ones come first).
 
-A model converted from torchvision
-(:class:`~lambda_keras.detection.torchvision_mask_rcnn.TorchvisionMaskRCNN`) carries its own
-preprocessing and needs no ``image_size``: the photo is resized by torchvision's rule (shorter
-side 800, longer at most 1333) and detected on an 832 x 1344 batch (1344 x 832 when it stands
-upright), masks pasted by torchvision's rule, ``classes`` 0-based (torchvision's label - 1);
-a model with ``categories`` (COCO's) also gets ``labels.json`` (``category_ids`` and
+The model says how a photo becomes its input and how its outputs go back
+(``model.input_transform(image_size)``, :mod:`lambda_keras.detection.transform`): with
+``image_size`` the project's letterbox (the longer side to ``image_size``, padded, as in
+evaluation); without it the model's own transform, e.g. torchvision's for
+:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn` (shorter side 800, longer at most 1333,
+an 832 x 1344 batch or 1344 x 832 when the photo stands upright, masks pasted by torchvision's
+rule). A model with ``categories`` (COCO's) also gets ``labels.json`` (``category_ids`` and
 ``class_names`` per class, the training script's format) in the SavedModel directory.
 """
 
@@ -25,9 +25,6 @@ import tempfile
 import keras
 import tensorflow as tf
 
-from lambda_keras.detection import ops
-from lambda_keras.detection.image_size import check_image_size
-
 __all__ = ["export_detector", "export_detector_litert"]
 
 
@@ -39,7 +36,7 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
         path: The SavedModel directory to write.
         image_size: The side the model detects at (a multiple of 64): each image is resized so
             that its longer side is ``image_size``, then padded to a square. None for a model
-            that carries its preprocessing (torchvision's).
+            that carries its own transform (torchvision's).
     """
     _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
     categories = getattr(model, "categories", None)
@@ -65,8 +62,8 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
     """Write ``model``'s serving function (as :func:`export_detector`'s) as a LiteRT flatbuffer
     ``path`` (``.tflite``) of TensorFlow Lite's built-in ops only; returns ``path``.
 
-    A torchvision model's resized sides are computed in float32 here (LiteRT has no float64
-    kernels; see :func:`~lambda_keras.detection.torchvision_mask_rcnn.torchvision_resize`).
+    A torchvision model's resized sides are computed in integers here (LiteRT has no float64
+    kernels; see :func:`~lambda_keras.detection.transform.torchvision_resize`).
     """
     if not str(path).endswith(".tflite"):
         raise ValueError(f"`path` must end in .tflite; received {path!r}.")
@@ -82,57 +79,29 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
 
 
 def _detect_function(model, path, image_size, float64: bool):
-    from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN
-
-    if not isinstance(model, keras.Model):
+    if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
-    if isinstance(model, TorchvisionMaskRCNN) and image_size is None:
-        return _torchvision_detect(model, float64)
-    if image_size is None:
-        raise ValueError(
-            "`image_size` is needed to export this MaskRCNN (the side it detects at, a multiple "
-            "of 64); only models converted from torchvision carry their own preprocessing."
-        )
-    return _letterbox_detect(model, check_image_size(image_size))
-
-
-def _letterbox_detect(model, image_size: int):
-    def detect(image):
-        shape = tf.shape(image)[:2]
-        scale = image_size / tf.cast(tf.reduce_max(shape), tf.float32)
-        size = tf.maximum(tf.cast(tf.round(tf.cast(shape, tf.float32) * scale), tf.int32), 1)
-        resized = tf.image.resize(tf.cast(image, tf.float32), size)
-        padded = tf.image.pad_to_bounding_box(resized, 0, 0, image_size, image_size)
-        out = model(padded[None], training=False)
-        boxes = ops.clip_boxes(out["boxes"][0] / scale, shape)
-        return _outputs(out, boxes, ops.paste_masks(out["masks"][0], boxes, shape))
-
-    return detect
-
-
-def _torchvision_detect(model, float64: bool):
-    from lambda_keras.detection.image_size import round_up
-    from lambda_keras.detection.torchvision_mask_rcnn import MAX_SIZE, MIN_SIZE, torchvision_resize
-
-    short, long = round_up(MIN_SIZE), round_up(MAX_SIZE)
+    transform = model.input_transform(image_size)
 
     def on_canvas(resized, size, canvas):
         padded = tf.image.pad_to_bounding_box(resized, 0, 0, *canvas)
-        return model({"images": padded[None], "image_sizes": size[None]}, training=False)
+        return model(transform.model_inputs(padded, size), training=False)
 
     def detect(image):
         shape = tf.shape(image)[:2]
-        resized, size = torchvision_resize(image, float64=float64)
-        out = tf.cond(
-            size[0] <= size[1],
-            lambda: on_canvas(resized, size, (short, long)),
-            lambda: on_canvas(resized, size, (long, short)),
-        )
-        ratio = tf.cast(shape, tf.float32) / tf.cast(size, tf.float32)
-        boxes = out["boxes"][0] * tf.concat([ratio, ratio], 0)
-        masks = ops.paste_masks_torchvision(out["masks"][0], boxes, shape) >= 0.5
+        resized, size = transform.resize(image, float64=float64)
+        canvases, first = transform.canvases(size)
+        if len(canvases) == 1:
+            out = on_canvas(resized, size, canvases[0])
+        else:  # the one that fits the photo's orientation
+            out = tf.cond(
+                first,
+                lambda: on_canvas(resized, size, canvases[0]),
+                lambda: on_canvas(resized, size, canvases[1]),
+            )
+        boxes, masks = transform.to_photo(out["boxes"][0], out["masks"][0], size, shape)
         return _outputs(out, boxes, masks)
 
     return detect

@@ -301,7 +301,7 @@ def _check_start(config: DetectionConfig) -> None:
 def build_model(run: DetectionRun, num_classes: int) -> MaskRCNN:
     """The backbone the run names, under the recipe's batch-norm mode, with Mask R-CNN; with
     ``weights``, started from torchvision's COCO model (module docstring)."""
-    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 
     config = run.config
     heads = run.recipe.head_options
@@ -328,7 +328,7 @@ def build_model(run: DetectionRun, num_classes: int) -> MaskRCNN:
 def copy_heads(source: keras.Model, target: MaskRCNN) -> None:
     """Copy ``source``'s FPN, RPN, box and mask heads into ``target`` (built), all but the
     class-specific layers; ``ValueError`` naming the first weight whose shape differs."""
-    from lambda_keras.detection.torchvision_builders import is_class_layer
+    from lambda_keras.detection.torchvision.mask_rcnn import is_class_layer
 
     for name in ("fpn", "rpn_head", "box_head", "mask_head"):
         pairs = zip(getattr(source, name).weights, getattr(target, name).weights, strict=True)

@@ -26,6 +26,7 @@ import keras
 import numpy as np
 
 from lambda_keras import converter_cli
+from lambda_keras.checkpoints import read_checkpoint
 from lambda_keras.zoo import resnet_rs, timm_checkpoint, timm_lambda_resnet
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import model_builder
@@ -37,8 +38,6 @@ RESNET_RS = tuple(f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS)
 MODELS = LAMBDA_RESNETS + RESNET_RS
 # timm's own names where the zoo's differ: --model=resnetrs50 is resnet_rs50.
 TIMM_NAMES = {f"resnetrs{depth}": f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS}
-
-read_checkpoint = timm_checkpoint.read_checkpoint
 
 
 def _family(model_name: str) -> str:

@@ -34,14 +34,13 @@ How timm's tensors map (PyTorch is channels first, Keras channels last):
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 
 import keras
 import numpy as np
 
-__all__ = ["FAMILIES", "assign_checkpoint", "keras_weights", "read_checkpoint"]
+__all__ = ["FAMILIES", "assign_checkpoint", "keras_weights"]
 
 FAMILIES = ("byobnet", "resnet")
 
@@ -201,41 +200,6 @@ def assign_checkpoint(
             )
     for path, value in converted.items():
         variables[path].assign(value)
-
-
-def read_checkpoint(path: str | os.PathLike) -> dict[str, np.ndarray]:
-    """A timm checkpoint as ``{name: float32 array}``: ``.safetensors`` (NumPy only) or
-    ``.bin``/``.pth``/``.pt`` (needs PyTorch)."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise ValueError(f"`checkpoint` {path!r} is not a file.")
-    if path.endswith(".safetensors"):
-        try:
-            from safetensors.numpy import load_file
-        except ImportError as err:
-            raise ImportError(
-                "Reading .safetensors needs the safetensors package: "
-                'pip install "lambda-keras[timm]".'
-            ) from err
-        try:
-            return dict(load_file(path))
-        except Exception as err:  # safetensors raises its own error types
-            raise ValueError(f"{path!r} is not a readable .safetensors file: {err}") from err
-    if path.endswith((".bin", ".pth", ".pt")):
-        try:
-            import torch
-        except ImportError as err:
-            raise ImportError(
-                f"Reading {path!r} needs PyTorch; or convert timm's model.safetensors instead."
-            ) from err
-        state = torch.load(path, map_location="cpu", weights_only=True)
-        for wrapper in ("model", "state_dict"):  # training scripts' {"model": state, ...}
-            if isinstance(state.get(wrapper), dict):
-                state = state[wrapper]
-        return {k: t.float().numpy() for k, t in state.items() if hasattr(t, "float")}
-    raise ValueError(
-        f"`checkpoint` must be a .safetensors, .bin, .pth or .pt file; received {path!r}."
-    )
 
 
 def _family_target(family: str) -> Callable[[str], tuple[str, Callable]]:

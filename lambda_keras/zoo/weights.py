@@ -14,7 +14,12 @@ their SHA-256 before anything is loaded. A file in timm's format (``source_forma
 a pinned Hub revision) is fetched with ``huggingface_hub`` (the ``[timm]`` extra: its cache,
 resumed downloads, ETag check), checked against the same SHA-256, converted the first time
 (:mod:`lambda_keras.zoo.timm_checkpoint`) and the Keras ``.weights.h5`` cached under the Keras
-cache.
+cache. A torchvision ``.pth`` (``source_format="torchvision"``, e.g. the COCO Mask R-CNN that
+:mod:`lambda_keras.detection` registers) goes the same way; torch.hub publishes only the first
+hex digits of such a file's SHA-256, in its name, so its spec checks that prefix
+(``hash_rule="torch_hub_prefix"``). A format other than Keras' is converted by the function
+registered for it (:func:`register_converter`): timm's here, torchvision's by the detection
+package.
 """
 
 from __future__ import annotations
@@ -24,14 +29,17 @@ import hashlib
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 
 import keras
 
+from lambda_keras.checkpoints import read_checkpoint
 from lambda_keras.zoo import timm_checkpoint
 
 __all__ = [
     "WeightsSpec",
     "fetch_weights",
+    "register_converter",
     "register_timm_weights",
     "register_weights",
     "registered_weights",
@@ -42,7 +50,12 @@ __all__ = [
 ]
 
 PREPROCESSING_MODES = ("torch", "tf", "caffe")
-SOURCE_FORMATS = ("keras", "timm")
+# The file each source format downloads to (its suffix): a Keras file is loaded as it is, the
+# others are converted once (register_converter).
+SOURCE_FORMATS = {"keras": ".weights.h5", "timm": ".safetensors", "torchvision": ".pth"}
+# "sha256": the whole SHA-256; "torch_hub_prefix": its first hex digits (8 or more), as
+# torch.hub names files <name>-<prefix>.pth and checks them with check_hash=True.
+HASH_RULES = ("sha256", "torch_hub_prefix")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,8 +76,11 @@ class WeightsSpec:
             expect: ``"torch"`` (ImageNet mean/std, default), ``"tf"`` or ``"caffe"``.
         classes: Number of classes of the classifier the file holds.
         crop_fraction: Centre-crop fraction of the evaluation the weights were measured with.
-        source_format: ``"keras"`` (a ``.weights.h5``) or ``"timm"`` (timm's
-            ``model.safetensors``, converted on first use).
+        source_format: ``"keras"`` (a ``.weights.h5``), ``"timm"`` (timm's
+            ``model.safetensors``) or ``"torchvision"`` (a ``.pth``), the last two converted
+            on first use.
+        hash_rule: ``"sha256"`` (``sha256`` is the whole digest) or ``"torch_hub_prefix"``
+            (``sha256`` is its first 8 or more hex digits, torch.hub's rule).
         aliases: Other names that select these weights for their architecture only, e.g.
             ``("imagenet",)``: ``weights="imagenet"``.
         sha256_source: Where ``sha256`` comes from and can be checked (e.g. the Hub's LFS
@@ -83,6 +99,7 @@ class WeightsSpec:
     classes: int = 1000
     crop_fraction: float = 0.875
     source_format: str = "keras"
+    hash_rule: str = "sha256"
     aliases: tuple[str, ...] = ()
     sha256_source: str | None = None
     hub_repo: str | None = None
@@ -98,13 +115,25 @@ class WeightsSpec:
                 f"`preprocessing` must be one of {PREPROCESSING_MODES}; received "
                 f"{self.preprocessing!r}."
             )
-        if self.sha256 is not None and (
-            len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256.lower())
-        ):
+        if self.hash_rule not in HASH_RULES:
+            raise ValueError(
+                f"`hash_rule` must be one of {HASH_RULES}; received {self.hash_rule!r}."
+            )
+        if self.sha256 is None:
+            return
+        hex_digits = all(c in "0123456789abcdef" for c in self.sha256.lower())
+        if self.hash_rule == "sha256" and not (hex_digits and len(self.sha256) == 64):
             raise ValueError(f"`sha256` must be 64 hex digits; received {self.sha256!r}.")
+        if self.hash_rule == "torch_hub_prefix" and not (hex_digits and len(self.sha256) >= 8):
+            raise ValueError(
+                "With hash_rule='torch_hub_prefix', `sha256` must be the first 8 or more hex "
+                f"digits of the file's SHA-256; received {self.sha256!r}."
+            )
 
 
 _REGISTRY: dict[str, WeightsSpec] = {}
+# Source format -> the function that assigns a checkpoint file of that format to a built model.
+_CONVERTERS: dict[str, Callable[[keras.Model, str, WeightsSpec], None]] = {}
 # Zoo architecture -> the timm model class its timm checkpoints come from
 # (:data:`lambda_keras.zoo.timm_checkpoint.FAMILIES`).
 _TIMM_FAMILIES: dict[str, str] = {}
@@ -119,6 +148,20 @@ def register_weights(spec: WeightsSpec, overwrite: bool = False) -> None:
     if spec.name in _REGISTRY and not overwrite:
         raise ValueError(f"Weights {spec.name!r} are already registered; pass overwrite=True.")
     _REGISTRY[spec.name] = spec
+
+
+def register_converter(
+    source_format: str, convert: Callable[[keras.Model, str, WeightsSpec], None]
+) -> None:
+    """Register how a checkpoint file of ``source_format`` becomes a model's weights:
+    ``convert(model, path, spec)`` assigns every weight of the built ``model`` from the file at
+    ``path`` (or raises naming what does not fit)."""
+    if source_format not in SOURCE_FORMATS or source_format == "keras":
+        raise ValueError(
+            f"`source_format` must be one of {sorted(set(SOURCE_FORMATS) - {'keras'})}; "
+            f"received {source_format!r}."
+        )
+    _CONVERTERS[source_format] = convert
 
 
 def register_timm_weights(
@@ -275,15 +318,15 @@ def fetch_weights(spec: WeightsSpec) -> str:
     require_pinned(spec)
     if spec.hub_repo is not None:
         return _fetch_from_hub(spec)
-    suffix = ".safetensors" if spec.source_format == "timm" else ".weights.h5"
-    filename = f"{spec.name}{suffix}"
+    filename = f"{spec.name}{SOURCE_FORMATS[spec.source_format]}"
     if CACHE_DIR is not None:
         os.makedirs(CACHE_DIR, exist_ok=True)  # Keras falls back to /tmp/.keras otherwise
+    whole = spec.hash_rule == "sha256"  # Keras' get_file checks whole digests only
     try:
-        return keras.utils.get_file(
+        path = keras.utils.get_file(
             filename,
             origin=spec.url,
-            file_hash=spec.sha256,
+            file_hash=spec.sha256 if whole else None,
             hash_algorithm="sha256",
             cache_subdir="lambda_keras",
             cache_dir=CACHE_DIR,
@@ -293,6 +336,32 @@ def fetch_weights(spec: WeightsSpec) -> str:
             f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
             f"{spec.sha256}. Nothing was loaded. ({err})"
         ) from err
+    if not whole:
+        check_sha256(path, spec)
+    return path
+
+
+def _sha256(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_sha256(path: str, spec: WeightsSpec) -> None:
+    """Raise ``ValueError`` (and remove the file, so that the next call downloads it again)
+    unless the file's SHA-256 is ``spec.sha256`` (its start, by ``torch_hub_prefix``)."""
+    digest = _sha256(path)
+    expected = spec.sha256.lower()
+    if digest == expected or (spec.hash_rule == "torch_hub_prefix" and digest.startswith(expected)):
+        return
+    os.remove(path)
+    raise ValueError(
+        f"Checksum mismatch for weights {spec.name!r} from {spec.url}: {path!r} has SHA-256 "
+        f"{digest[:16]}..., not the {expected!r}... registered ({spec.hash_rule}): a corrupt "
+        "or different download (removed; call again to retry). Nothing was loaded."
+    )
 
 
 def _fetch_from_hub(spec: WeightsSpec) -> str:
@@ -312,14 +381,11 @@ def _fetch_from_hub(spec: WeightsSpec) -> str:
         revision=spec.hub_revision,
         cache_dir=cache,
     )
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != spec.sha256:
+    digest = _sha256(path)
+    if digest != spec.sha256:
         raise ValueError(
             f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
-            f"{spec.sha256}, the file has {digest.hexdigest()}. Nothing was loaded."
+            f"{spec.sha256}, the file has {digest}. Nothing was loaded."
         )
     return path
 
@@ -333,24 +399,37 @@ def _keras_cache() -> str:
 
 
 def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
-    """Fetch registered weights (converting a timm checkpoint once) and load them."""
-    path = fetch_weights(spec)
+    """Load registered weights into the built ``model``: a Keras file as fetched; another
+    format from its converted ``.weights.h5`` in the Keras cache, or fetched, converted once
+    (:func:`register_converter`) and cached there."""
+    require_pinned(spec)  # before anything is written to the cache
     if spec.source_format == "keras":
-        load_into(model, path, spec.architecture)
+        load_into(model, fetch_weights(spec), spec.architecture)
         return
-    # Beside a file of the Keras cache; a Hub file lives in huggingface_hub's cache instead.
-    folder = _keras_cache() if spec.hub_repo is not None else os.path.dirname(path)
-    converted = os.path.join(folder, f"{spec.name}.weights.h5")
+    converted = os.path.join(_keras_cache(), f"{spec.name}.weights.h5")
     if os.path.exists(converted):
         load_into(model, converted, spec.architecture)
         return
+    if spec.source_format not in _CONVERTERS:
+        raise ValueError(
+            f"No converter is registered for {spec.source_format!r} checkpoints (weights "
+            f"{spec.name!r}): import the package that reads them (torchvision's: "
+            "lambda_keras.detection)."
+        )
+    _CONVERTERS[spec.source_format](model, fetch_weights(spec), spec)
+    save_weights_atomically(model, converted)
+
+
+def _convert_timm(model: keras.Model, path: str, spec: WeightsSpec) -> None:
     timm_checkpoint.assign_checkpoint(
         model,
-        timm_checkpoint.read_checkpoint(path),
+        read_checkpoint(path),
         timm_family(spec.architecture),
         spec.architecture,
     )
-    save_weights_atomically(model, converted)
+
+
+register_converter("timm", _convert_timm)
 
 
 def save_weights_atomically(model: keras.Model, path: str) -> None:

@@ -4,7 +4,7 @@ and the settings refused before any data is read."""
 import numpy as np
 import pytest
 
-from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 from lambda_keras.detection.trainer import DetectionConfig, build_model, resolve_run
 
 

@@ -5,7 +5,7 @@ How torchvision's tensors map (PyTorch is channels first, boxes ``(x1, y1, x2, y
 project is channels last, boxes ``(y1, x1, y2, x2)``):
 
 * ``backbone.body.<module>`` -> the backbone layer ``<module>`` with ``_`` for ``.``
-  (:mod:`.torchvision_resnet`); ``Conv2d`` ``[out, in, kh, kw]`` -> ``[kh, kw, in, out]``;
+  (:mod:`.resnet`); ``Conv2d`` ``[out, in, kh, kw]`` -> ``[kh, kw, in, out]``;
   frozen batch norm ``weight``, ``bias``, ``running_mean``, ``running_var`` -> ``gamma``,
   ``beta``, ``moving_mean``, ``moving_variance`` (``num_batches_tracked`` is dropped);
 * ``backbone.fpn.inner_blocks.i`` / ``layer_blocks.i`` -> ``fpn`` ``lateral_P{i+2}`` /
@@ -147,8 +147,8 @@ def _swap_deltas(w):
 
 
 def assign_checkpoint(model, state: dict[str, np.ndarray]) -> None:
-    """Set every weight of ``model`` (a built
-    :class:`~lambda_keras.detection.torchvision_mask_rcnn.TorchvisionMaskRCNN`) from
+    """Set every weight of ``model`` (a :class:`~lambda_keras.detection.MaskRCNN` built by
+    :func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`) from
     ``state`` (torchvision's ``state_dict`` as arrays). Nothing is assigned unless every
     tensor fits: raises ``ValueError`` naming the first missing, unused or misshapen tensor."""
     state = normalise_names(state)

@@ -1,6 +1,6 @@
 """torchvision checkpoint -> Keras weights: the tensor mapping, strictness and the converter
 command, on random tensors of torchvision's shapes (no PyTorch needed; the equality with
-torchvision's own model is ``test_torchvision_equivalence.py``, ``-m slow``)."""
+torchvision's own model is ``test_equivalence.py``, ``-m slow``)."""
 
 import json
 import os
@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lambda_keras.detection import convert_torchvision, torchvision_checkpoint
-from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+from lambda_keras.detection import convert_torchvision
+from lambda_keras.detection.torchvision import checkpoint as torchvision_checkpoint
+from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
 # torchvision 0.29.1's maskrcnn_resnet50_fpn(num_classes=91).state_dict() shapes.
-SHAPES = json.loads(Path(__file__).with_name("torchvision_state_shapes.json").read_text())
+SHAPES = json.loads(Path(__file__).with_name("state_shapes.json").read_text())
 
 
 def random_state(seed=0):

@@ -8,12 +8,12 @@ import keras
 import numpy as np
 import pytest
 
-from lambda_keras.detection import torchvision_builders as builders
+from lambda_keras.detection import MaskRCNN, TorchvisionTransform
 from lambda_keras.detection.serving import export_detector, export_detector_litert
-from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
-from lambda_keras.detection.torchvision_mask_rcnn import TorchvisionMaskRCNN, torchvision_resize
-
-from .tiny import tiny_backbone
+from lambda_keras.detection.torchvision.mask_rcnn import COCO_WEIGHTS, maskrcnn_resnet50_fpn
+from lambda_keras.detection.transform import torchvision_resize
+from lambda_keras.zoo import weights as weights_lib
+from tests.detection.tiny import tiny_backbone
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +29,7 @@ def test_an_image_gives_the_same_maps_in_any_larger_batch(model):
     for canvas in ((192, 256), (256, 320)):
         batch = rng.uniform(0, 255, (1, *canvas, 3)).astype("float32")  # other padding
         batch[0, :150, :200] = image
-        _, features = model._features(batch, False, sizes)
-        maps.append(features)
+        maps.append(model.pyramid_features({"images": batch, "image_sizes": sizes}))
     # torchvision pads to 160 x 224: P2 40 x 56 cells ... P6 3 x 4 (ceil of P5's 5 x 7 / 2).
     for level, (rows, cols) in {"P2": (40, 56), "P4": (10, 14), "P6": (3, 4)}.items():
         small, large = (m[level].numpy()[0] for m in maps)
@@ -65,10 +64,36 @@ def test_saved_and_loaded_gives_the_same_weights(model, tmp_path):
     path = str(tmp_path / "m.keras")
     model.save(path)
     loaded = keras.saving.load_model(path)
-    assert isinstance(loaded, TorchvisionMaskRCNN) and loaded.categories == model.categories
+    assert isinstance(loaded, MaskRCNN) and loaded.categories == model.categories
+    settings = lambda m: {k: v for k, v in m.get_config().items() if k != "backbone"}  # noqa: E731
+    assert settings(loaded) == settings(model)  # torchvision's rules and transform
+    assert loaded.transform == TorchvisionTransform()
     np.testing.assert_array_equal(
         loaded.box_head.fc1.kernel.numpy(), model.box_head.fc1.kernel.numpy()
     )
+
+
+def test_a_file_saved_as_the_old_subclass_loads_as_mask_rcnn(model):
+    """``.keras`` files written while torchvision's model was ``TorchvisionMaskRCNN`` (a
+    subclass) hold that class name and its config keys: they load as the one MaskRCNN with
+    torchvision's rules (checked once on real files written before the change: same weights,
+    same detections)."""
+    old_keys = (
+        "name backbone num_classes fpn_channels rpn_top_k rois_per_image max_detections "
+        "score_threshold box_head_units mask_head_channels categories detection_candidates"
+    ).split()
+    config = keras.saving.serialize_keras_object(model)["config"]
+    old = {
+        "module": "lambda_keras.detection.torchvision_mask_rcnn",
+        "class_name": "TorchvisionMaskRCNN",
+        "registered_name": "lambda_keras>TorchvisionMaskRCNN",
+        "config": {key: config[key] for key in old_keys},
+    }
+    loaded = keras.saving.deserialize_keras_object(old)
+    assert type(loaded) is MaskRCNN and loaded.transform == TorchvisionTransform()
+    assert (loaded.anchor_rule, loaded.roi_align_aligned) == ("torchvision", False)
+    assert (loaded.proposal_min_size, loaded.detection_min_size) == (1e-3, 1e-2)
+    assert loaded.detection_candidates == 4000 and loaded.categories == model.categories
 
 
 def test_fine_tuning_keeps_all_but_the_class_layers(model, tmp_path):
@@ -111,11 +136,20 @@ def test_a_download_is_checked_against_the_hash_in_its_name(tmp_path):
     digest = hashlib.sha256(content).hexdigest()
     good = tmp_path / f"model-{digest[:8]}.pth"
     good.write_bytes(content)
-    builders.check_hash_prefix(str(good))  # no error
+    spec = weights_lib.WeightsSpec(
+        name="model",
+        url=good.as_uri(),
+        sha256=digest[:8],
+        hash_rule="torch_hub_prefix",
+        architecture="maskrcnn_resnet50_fpn",
+        input_size=800,
+        source_format="torchvision",
+    )
+    weights_lib.check_sha256(str(good), spec)  # no error
     bad = tmp_path / "maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth"
     bad.write_bytes(content)
     with pytest.raises(ValueError, match="not the 'bf2d0c1e'.*removed"):
-        builders.check_hash_prefix(str(bad))
+        weights_lib.check_sha256(str(bad), COCO_WEIGHTS)
     assert not bad.exists()
 
 

@@ -3,7 +3,7 @@
 
 Run as a script (PyTorch must be imported before TensorFlow in one process)::
 
-    python tests/detection/torchvision_equivalence.py [--photos=N] [--workdir=DIR]
+    python tests/detection/torchvision/equivalence.py [--photos=N] [--workdir=DIR]
 
 torchvision builds ``maskrcnn_resnet50_fpn`` (91 labels) with a fixed seed; its batch norms'
 statistics are set from the photos and their affine parameters perturbed, every epsilon set to
@@ -205,7 +205,7 @@ def main() -> None:
     import tensorflow as tf
 
     from lambda_keras.detection.serving import export_detector
-    from lambda_keras.detection.torchvision_builders import maskrcnn_resnet50_fpn
+    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 
     keras_model = maskrcnn_resnet50_fpn(
         weights=weights, num_classes=LABELS - 1, score_threshold=SCORE_THRESHOLD

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).with_name("torchvision_equivalence.py")
-ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = Path(__file__).with_name("equivalence.py")
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
@@ -50,8 +50,9 @@ def test_exported_model_gives_torchvisions_detections(tmp_path):
     importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed"
 )
 def test_coco_weights_are_downloaded_checked_converted_and_cached(tmp_path, monkeypatch):
-    """``weights="coco"``'s path, from a local URL (no download in tests): a checkpoint whose
-    name carries its SHA-256 prefix, as torchvision's does."""
+    """``weights="coco"``'s path through the weights registry, from a local URL (no download
+    in tests): a checkpoint whose name carries its SHA-256 prefix, as torchvision's does,
+    registered as the COCO spec is; cached under ``$KERAS_HOME``."""
     code = (
         "import hashlib, os, sys, torch, torchvision\n"
         "m = torchvision.models.detection.maskrcnn_resnet50_fpn(weights=None,"
@@ -64,22 +65,36 @@ def test_coco_weights_are_downloaded_checked_converted_and_cached(tmp_path, monk
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True, timeout=600)
     (checkpoint,) = tmp_path.glob("maskrcnn_coco-*.pth")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "home" / ".keras"))
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras_home"))
     script = (
-        "import sys\n"
-        "from lambda_keras.detection.torchvision_builders import coco_weights\n"
-        "print(coco_weights(sys.argv[1]))\n"
+        "import dataclasses, os, sys\n"
+        "from lambda_keras.detection.torchvision import mask_rcnn\n"
+        "from lambda_keras.zoo import weights\n"
+        "spec = dataclasses.replace(mask_rcnn.COCO_WEIGHTS, name='local_coco', url=sys.argv[1],"
+        " sha256=sys.argv[2], aliases=())\n"
+        "weights.register_weights(spec)\n"
+        "model = mask_rcnn.maskrcnn_resnet50_fpn(weights='local_coco')\n"
+        "print(float(model.box_head.fc1.kernel.numpy().std()))\n"
+        "print(os.path.join(weights._keras_cache(), 'local_coco.weights.h5'))\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
-    url = checkpoint.as_uri()
-    first = subprocess.run(
-        [sys.executable, "-c", script, url], capture_output=True, text=True, env=env, timeout=900
-    )
+    url, prefix = checkpoint.as_uri(), checkpoint.stem.rsplit("-", 1)[1]
+    run = [sys.executable, "-c", script, url, prefix]
+    first = subprocess.run(run, capture_output=True, text=True, env=env, timeout=900)
     assert first.returncode == 0, first.stderr[-3000:]
-    converted = first.stdout.strip().splitlines()[-1]
-    assert converted.endswith(f"{checkpoint.stem}.weights.h5") and os.path.isfile(converted)
+    std, converted = first.stdout.strip().splitlines()[-2:]
+    assert converted.startswith(str(tmp_path / "keras_home")) and os.path.isfile(converted)
+    assert not (tmp_path / "home" / ".keras").exists()  # KERAS_HOME is the one cache
     checkpoint.unlink()  # the cache answers now: no second download or conversion
-    again = subprocess.run(
-        [sys.executable, "-c", script, url], capture_output=True, text=True, env=env, timeout=900
+    again = subprocess.run(run, capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip().splitlines()[-2:] == [std, converted]
+    # A file that is not the one its prefix names is refused and removed.
+    bad = subprocess.run(
+        [sys.executable, "-c", script.replace("local_coco", "other"), url, "00000000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
     )
-    assert again.returncode == 0 and again.stdout.strip().splitlines()[-1] == converted
+    assert bad.returncode != 0 and "Checksum mismatch" in bad.stderr

@@ -1,0 +1,13 @@
+"""torchvision's Mask R-CNN, converted exactly: its ResNet-50 (:mod:`.resnet`), its rules as
+:class:`~lambda_keras.detection.MaskRCNN` settings and its COCO weights (:mod:`.mask_rcnn`),
+its checkpoints' tensor mapping (:mod:`.checkpoint`) and COCO's categories
+(:mod:`.categories`). The command line that converts a checkpoint is
+``python -m lambda_keras.detection.convert_torchvision``."""
+
+from lambda_keras.detection.torchvision.mask_rcnn import (
+    COCO_WEIGHTS,
+    TORCHVISION_RULES,
+    maskrcnn_resnet50_fpn,
+)
+
+__all__ = ["COCO_WEIGHTS", "TORCHVISION_RULES", "maskrcnn_resnet50_fpn"]
