@@ -25,7 +25,7 @@ AVX-512 (VNNI/BF16) or AMX, so the two compare both kinds of CPU on one machine.
 ``--sweep`` times einsum and conv (``--implementations``) over 7x7...28x28 maps and 3x3...23x23
 scopes (d=256) and prints, for each ratio R, how far ``auto``'s rule "einsum when the map holds at
 most R x as many positions as the scope window" lands from the fastest: how
-``lambda_keras.layers.lambda_layer.CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` was set.
+``lambda_keras.layers.implementation_choice.CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` was set.
 
 Then (unless ``--skip-memory``) the peak resident memory of a global lambda layer at 64x64 next
 to ``keras.layers.MultiHeadAttention`` (8 heads) on the same input, on TensorFlow.
@@ -93,7 +93,7 @@ def timed_ms(run, repeats: int, max_seconds: float) -> tuple[float, bool]:
 def keras_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
     import keras
 
-    from lambda_keras import _devices
+    from lambda_keras.backend import devices as _devices
     from lambda_keras.layers import LambdaLayer
     from lambda_keras.profiling import layer_step
 
@@ -147,7 +147,7 @@ def timm_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
 def child(kind: str, batch: int, repeats: int, max_seconds: float) -> None:
     if kind != TIMM:
         # Before Keras imports TensorFlow: what a user importing lambda_keras first gets (oneDNN
-        # on unless TF_ENABLE_ONEDNN_OPTS says otherwise, lambda_keras/_onednn.py).
+        # on unless TF_ENABLE_ONEDNN_OPTS says otherwise, lambda_keras/backend/onednn.py).
         import lambda_keras  # noqa: F401
     measure = timm_cell if kind == TIMM else keras_cell
     for cell in json.loads(sys.stdin.read()):

@@ -26,7 +26,7 @@ import torch  # before TensorFlow (imported by lambda_keras): the other order se
 from arguments import names, positive_int
 from timing import median_seconds
 
-from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
+from lambda_keras.layers.implementation_choice import IMPLEMENTATIONS
 from lambda_keras.zoo import get_model, timm_lambda_resnet
 
 MODELS = tuple(timm_lambda_resnet.SPECS)

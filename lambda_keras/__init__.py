@@ -2,9 +2,9 @@
 
 __version__ = "0.1.0"
 
-from lambda_keras import _onednn
+from lambda_keras.backend import onednn as _onednn
 
-# Before Keras imports TensorFlow, which reads the variable once (lambda_keras/_onednn.py).
+# Before Keras imports TensorFlow, which reads the variable once (lambda_keras/backend/onednn.py).
 _onednn.prefer_onednn()
 
 from lambda_keras import layers, zoo  # noqa: E402

@@ -15,7 +15,8 @@ if _WORKERS > 1:
     os.environ.setdefault("TF_NUM_INTRAOP_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 # Before Keras imports TensorFlow: lambda_keras turns TensorFlow's oneDNN on unless the
-# environment chose (lambda_keras/_onednn.py), so tests run what a user importing it first runs.
+# environment chose (lambda_keras/backend/onednn.py), so tests run what a user importing it
+# first runs.
 import lambda_keras  # noqa: E402, F401
 
 # isort: split

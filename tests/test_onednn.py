@@ -9,7 +9,8 @@ import warnings
 import numpy as np
 import pytest
 
-from lambda_keras import _devices, _onednn
+from lambda_keras.backend import devices as _devices
+from lambda_keras.backend import onednn as _onednn
 from lambda_keras.layers import LambdaLayer
 
 ONEDNN = _onednn.VARIABLE

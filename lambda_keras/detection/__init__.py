@@ -11,9 +11,9 @@
 """
 
 # ruff: noqa: E402  (the backend is checked before the TensorFlow modules are imported)
-from lambda_keras._tensorflow_only import check_backend
+from lambda_keras.backend.requirements import require_tensorflow
 
-check_backend("lambda_keras.detection")
+require_tensorflow("lambda_keras.detection", "uses TensorFlow ops", backends=("tensorflow",))
 
 from lambda_keras.detection import ops, targets
 from lambda_keras.detection.fpn import FeaturePyramid

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import cache
 
 import keras
 import numpy as np
 from keras import ops
 
-from lambda_keras import _devices
 from lambda_keras import _validation as v
-from lambda_keras._graph_checks import after_checks, assert_when_run, is_dynamic
+from lambda_keras.backend import devices
+from lambda_keras.backend.graph_checks import after_checks, is_dynamic
+from lambda_keras.layers import lambda_checks
 from lambda_keras.layers.batch_normalization import BatchNormalization
+from lambda_keras.layers.implementation_choice import (
+    IMPLEMENTATIONS,
+    choose_implementation,
+    num_positions,
+)
+from lambda_keras.layers.masking import causal_window_mask, context_mask, select_finite_values
 from lambda_keras.layers.position_lambdas import (
     conv_position_lambdas,
     depthwise_position_lambdas,
@@ -22,32 +28,9 @@ from lambda_keras.layers.relative_position_embedding import RelativePositionEmbe
 
 __all__ = ["LambdaLayer", "IMPLEMENTATIONS", "KEY_NORMALIZATIONS", "QUERY_NORMALIZATIONS"]
 
-IMPLEMENTATIONS = ("auto", "einsum", "conv", "depthwise")
 KEY_NORMALIZATIONS = ("softmax", "l2", "none")
 QUERY_NORMALIZATIONS = ("none", "softmax")
 
-# `implementation="auto"`. The einsum computes position lambdas against every position of the map
-# (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
-# with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU the
-# einsum is the faster one while n <= ratio * window, the ratio depending on the backend and on
-# whether TensorFlow runs oneDNN: each is the ratio of `benchmarks/bench_layers.py --sweep
-# --backends=...` (2 cores, batch 32, d=256, forward+backward, 7x7...28x28 maps, 3x3...23x23
-# scopes) whose rule lands nearest the faster of einsum and conv (README, "Three
-# implementations"). AVX2 AMD EPYC, TensorFlow 2.21, jax 0.10.2, torch 2.14.1:
-# - TensorFlow with oneDNN: 4, exact on AVX-512 (the sweep of an earlier round); on AVX2 with
-#   oneDNN switched on, 4 is within 1.56x everywhere and 1.04x on average (2: 1.22x, 1.01x).
-# - TensorFlow without oneDNN (TF_ENABLE_ONEDNN_OPTS=0; TensorFlow's default on AVX2): 32, exact.
-# - JAX (XLA's slow 3-D convolutions on a CPU): 32, within 1.19x everywhere (64 is exact there,
-#   but lets the einsum, whose memory grows with n * n, onto twice larger maps).
-# - PyTorch: 4, exact.
-CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {
-    "tensorflow": 4,
-    "tensorflow_without_onednn": 32,
-    "jax": 32,
-    "torch": 4,
-}
-# On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
-ACCELERATOR_EINSUM_MAX_POSITIONS = 852
 # The einsum builds the dense embeddings of at most this many elements at a time (64 MiB in
 # float32): larger maps are processed in chunks of queries.
 EINSUM_CHUNK_ELEMENTS = 2**24
@@ -200,12 +183,12 @@ class LambdaLayer(keras.layers.Layer):
         self.use_bias = v.boolean("use_bias", use_bias)
         self.use_position_bias = v.boolean("use_position_bias", use_position_bias)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
-        self._check_combinations()
+        lambda_checks.check_combinations(self)
 
         if isinstance(position_embedding, dict):
             position_embedding = keras.saving.deserialize_keras_object(position_embedding)
         if position_embedding is not None:
-            self._check_shared_embedding(position_embedding)
+            lambda_checks.check_shared_embedding(self, position_embedding)
         self._shared_embedding = position_embedding is not None
         self.position_embedding = position_embedding
 
@@ -215,63 +198,10 @@ class LambdaLayer(keras.layers.Layer):
         """Number of lambdas per position: 1 (multi-query) or ``num_heads`` (multi-head)."""
         return self.num_heads if self.multi_head else 1
 
-    def _check_combinations(self):
-        """Options that are valid alone but not together."""
-        if not (self.content or self.position):
-            raise ValueError(
-                "At least one of `content` and `position` must be True; received "
-                "content=False, position=False."
-            )
-        if self.use_position_bias and not self.position:
-            raise ValueError(
-                "`use_position_bias=True` needs position lambdas; received position=False."
-            )
-        if self.context_mask is not None and self.implementation in ("conv", "depthwise"):
-            raise ValueError(
-                f"`context_mask` needs the einsum implementation; received "
-                f"implementation={self.implementation!r}. Use implementation='einsum' or 'auto'."
-            )
-        if self.context_mask is not None and self.causal:
-            raise ValueError(
-                "Pass either `causal=True` or a `context_mask`, not both (fold the causal "
-                "mask into the context_mask)."
-            )
-
-    def _check_shared_embedding(self, embedding):
-        if not self.position:
-            raise ValueError(
-                "`position_embedding` was given but position=False: a content-only layer has "
-                "no position embeddings."
-            )
-        if not isinstance(embedding, RelativePositionEmbedding):
-            raise TypeError(
-                "`position_embedding` must be a lambda_keras.layers.RelativePositionEmbedding; "
-                f"received {type(embedding).__name__}."
-            )
-        expected = {
-            "key_dim": self.key_dim,
-            "intra_depth": self.intra_depth,
-            "groups": self.groups,
-        }
-        for name, value in expected.items():
-            if getattr(embedding, name) != value:
-                raise ValueError(
-                    f"The shared position_embedding has {name}={getattr(embedding, name)} but "
-                    f"this layer needs {name}={value}."
-                )
-        if self.scope_size is not None:
-            scope = v.odd_window("scope_size", self.scope_size, embedding.rank)
-            if scope != embedding.size:
-                raise ValueError(
-                    f"The shared position_embedding has size={embedding.size} but this layer's "
-                    f"scope_size={self.scope_size!r}; pass scope_size={embedding.size!r} (local) "
-                    "or scope_size=None (global context up to the embedding's range)."
-                )
-
     # ------------------------------------------------------------------ build
     def build(self, input_shape):
         input_shape = tuple(input_shape)  # a list when a saved model is reloaded
-        rank = _check_input_rank(input_shape)
+        rank = lambda_checks.check_input_rank(input_shape)
         channels = input_shape[-1]
         if channels is None:
             raise ValueError(
@@ -286,7 +216,7 @@ class LambdaLayer(keras.layers.Layer):
         spatial = input_shape[1:-1]
         if self.position:
             self._build_position_embedding(spatial)
-        self._check_map(spatial, _num_positions(spatial))
+        lambda_checks.check_map(self, spatial, num_positions(spatial))
         h, k, u, g = self.num_heads, self.key_dim, self.intra_depth, self.groups
         self._splits = [h * k, g * k * u, g * self._value_dim * u]
         self._build_projections(channels)
@@ -303,9 +233,11 @@ class LambdaLayer(keras.layers.Layer):
         """Create the layer's own embeddings, or check that a shared one fits the inputs."""
         rank = len(spatial)
         if self.position_embedding is None:
-            size = self._embedding_size(spatial)
+            size = lambda_checks.embedding_size(self, spatial)
             name = "scope_size" if self.scope_size is not None else "max_size"
-            _check_embedding_size(name, size, self.key_dim * self.intra_depth * self.groups)
+            lambda_checks.check_embedding_size(
+                name, size, self.key_dim * self.intra_depth * self.groups
+            )
             self.position_embedding = RelativePositionEmbedding(
                 size=size,
                 key_dim=self.key_dim,
@@ -358,131 +290,17 @@ class LambdaLayer(keras.layers.Layer):
         norm.build((*input_shape[:-1], self._splits[split]))
         return norm
 
-    def _embedding_size(self, spatial) -> tuple[int, ...]:
-        rank = len(spatial)
-        if self.scope_size is not None:
-            return v.odd_window("scope_size", self.scope_size, rank)
-        max_size = self.max_size
-        if max_size is None:
-            if any(s is None for s in spatial):
-                raise ValueError(
-                    "A global context (scope_size=None) needs the largest map size to size its "
-                    f"relative embeddings: pass `max_size`; received spatial shape {spatial} "
-                    "with unknown dimensions."
-                )
-            max_size = spatial
-        max_size = tuple(max_size) if isinstance(max_size, (tuple, list)) else (max_size,) * rank
-        if len(max_size) == 1:
-            max_size = max_size * rank
-        if len(max_size) != rank:
-            raise ValueError(
-                f"`max_size` must have one entry per spatial axis ({rank}); received "
-                f"max_size={self.max_size!r}."
-            )
-        return tuple(2 * s - 1 for s in max_size)
-
-    def _check_context_mask_size(self, n):
-        """The context mask must be ``[n, n]`` for inputs of ``n`` positions (an int; ``None``
-        or a tensor when unknown, checked when the layer is called on a known shape)."""
-        if self.context_mask is None or not isinstance(n, (int, np.integer)):
-            return
-        if self.context_mask.shape != (n, n):
-            raise ValueError(
-                f"`context_mask` must have shape [n, n] = [{n}, {n}] for inputs with {n} "
-                f"positions; received context_mask of shape {list(self.context_mask.shape)}."
-            )
-
-    def _check_map(self, spatial, n) -> list:
-        """The input map fits what the layer was built for: the context mask's positions and a
-        global context's embedding range. Sides known when traced (ints) are checked now
-        (``ValueError``); sides known only when the graph runs (tensors) then
-        (``InvalidArgumentError`` naming the layer, what it covers and the map received);
-        unknown sides at build time (``None``) are skipped.
-
-        Returns:
-            The run-time assertions, for the computation to depend on.
-        """
-        checks = []
-        if self.context_mask is not None:
-            self._check_context_mask_size(n)
-            if is_dynamic(n):
-                size = self.context_mask.shape[0]
-                checks.append(
-                    self._assert_when_run(
-                        ops.equal(n, size),
-                        f"its context_mask covers maps of {size} positions (shape "
-                        f"[{size}, {size}])",
-                        spatial,
-                    )
-                )
-        if self.position and self.scope_size is None:
-            checks += self._check_global_range(spatial)
-        return checks
-
-    def _check_global_range(self, spatial) -> list:
-        """A global context's embeddings must cover the map (see :meth:`_check_map`)."""
-        extent = self.position_embedding.max_extent
-        checks = []
-        for axis, (s, e) in enumerate(zip(spatial, extent, strict=True)):
-            if isinstance(s, (int, np.integer)) and s > e:
-                raise ValueError(
-                    f"Global context: the relative embeddings cover maps up to {extent} but the "
-                    f"inputs have spatial shape {tuple(spatial)} (axis {axis}: {s} > {e}). Build "
-                    "the layer with a larger `max_size`, or use a local `scope_size`."
-                )
-            if is_dynamic(s):
-                checks.append(
-                    self._assert_when_run(
-                        ops.less_equal(s, e),
-                        f"the relative embeddings of its global context cover maps up to "
-                        f"{extent} (build it with a larger max_size)",
-                        spatial,
-                    )
-                )
-        return checks
-
-    def _assert_when_run(self, condition, covers: str, spatial):
-        return assert_when_run(
-            condition,
-            f"LambdaLayer {self.name}: {covers}; received an input map of spatial shape",
-            spatial,
-        )
-
     # ------------------------------------------------------------------ call
     def resolve_implementation(self, spatial_shape: Sequence[int | None]) -> str:
-        """The implementation used for inputs of the given spatial shape.
-
-        ``"auto"`` resolves to:
-
-        * ``"einsum"`` with a ``context_mask`` (the only implementation that supports one)
-          and for a global context (its convolution window would be ~4x the map);
-        * ``"conv"`` for a local scope on a map of unknown size;
-        * on a GPU/TPU host, the paper's rule: ``"einsum"`` when the map holds at most 852
-          positions and ``intra_depth == 1``, else ``"conv"``;
-        * on a CPU-only host, ``"einsum"`` when the map holds at most
-          ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW[backend]`` times as many positions as the
-          scope window (cropped to the map), else ``"conv"`` — the break-even measured on each
-          Keras backend and CPU (TensorFlow with oneDNN 4; without 32; JAX 32: XLA's 3-D
-          convolutions on a CPU are slow; PyTorch 4).
-
-        ``"depthwise"`` is never chosen: it was the slowest in every CPU measurement here.
-        """
-        if self.implementation != "auto":
-            return self.implementation
-        if self.context_mask is not None or self.scope_size is None:
-            return "einsum"
-        n = _num_positions(spatial_shape)
-        if n is None:
-            return "conv"
-        if _devices.has_accelerator():
-            ok = n <= ACCELERATOR_EINSUM_MAX_POSITIONS and self.intra_depth == 1
-            return "einsum" if ok else "conv"
-        scope = v.odd_window("scope_size", self.scope_size, len(spatial_shape))
-        window = int(
-            np.prod([min(r, 2 * s - 1) for r, s in zip(scope, spatial_shape, strict=True)])
+        """The implementation used for inputs of the given spatial shape (``"auto"``: see
+        :func:`~lambda_keras.layers.implementation_choice.choose_implementation`)."""
+        return choose_implementation(
+            self.implementation,
+            spatial_shape,
+            scope_size=self.scope_size,
+            intra_depth=self.intra_depth,
+            masked=self.context_mask is not None,
         )
-        ratio = CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(_devices.cpu_kind(), 4)
-        return "einsum" if n <= ratio * window else "conv"
 
     @property
     def _accumulation_dtype(self) -> str:
@@ -495,7 +313,7 @@ class LambdaLayer(keras.layers.Layer):
         rank = self._rank
         static = x.shape
         if len(static) != rank + 2:
-            _check_input_rank(static)
+            lambda_checks.check_input_rank(static)
             raise ValueError(
                 f"This LambdaLayer was built for inputs of rank {rank + 2}; received input shape "
                 f"{tuple(static)}."
@@ -511,7 +329,7 @@ class LambdaLayer(keras.layers.Layer):
         # Nothing runs on a map the layer does not cover: the check's error comes first. In a
         # TensorFlow graph everything computed from the sizes (embedding indices, masks) must
         # wait for the check too, not only the input, or a shape error may win the race.
-        checks = self._check_map(spatial, n)
+        checks = lambda_checks.check_map(self, spatial, n)
         x = after_checks(x, checks)
         spatial = [after_checks(s, checks) if is_dynamic(s) else s for s in spatial]
         n = spatial[0] * spatial[1] if rank == 2 else spatial[0]
@@ -538,10 +356,10 @@ class LambdaLayer(keras.layers.Layer):
             q = _softmax(q, axis=-1)
         keys = ops.reshape(ops.cast(keys, dtype), [batch, n, g, k, u])
         values = ops.reshape(ops.cast(values, dtype), [batch, n, g, vd, u])
-        mask = self._mask(n, dtype)
+        mask = context_mask(self.context_mask, self.causal, n, dtype)
         poisoned = None
         if mask is not None:
-            values, poisoned = self._select_finite_values(values, mask)
+            values, poisoned = select_finite_values(values, mask, self.causal)
 
         # Content lambdas: [b, 1, g, k, v] (shared by all queries) or [b, n, g, k, v] (masked).
         content = self._content_lambdas(keys, values, mask) if self.content else None
@@ -553,7 +371,7 @@ class LambdaLayer(keras.layers.Layer):
         else:
             lambdas = content
             if self.position:
-                _devices.warn_if_slow_convolutions()
+                devices.warn_if_slow_convolutions()
                 position = self._conv_position_lambdas(values, spatial, impl)
                 lambdas = position if lambdas is None else lambdas + position
             y = _apply_lambdas(q, lambdas)
@@ -564,34 +382,6 @@ class LambdaLayer(keras.layers.Layer):
             y = ops.where(poisoned[:, :, None, None, None], ops.full_like(y, np.nan), y)
         y = ops.reshape(y, [batch, *spatial, self._dim_out])
         return ops.cast(y, self.compute_dtype)
-
-    def _mask(self, n, dtype):
-        """``[n, m]`` context mask (1 = visible), or None for an unmasked context."""
-        if self.context_mask is not None:
-            return ops.convert_to_tensor(self.context_mask, dtype=dtype)
-        if self.causal:
-            return ops.tril(ops.ones([n, n], dtype))  # m <= n
-        return None
-
-    def _select_finite_values(self, values, mask):
-        """Masking by selection: a masked context element must not reach a query in any way,
-        also not as ``0 * nan``. Non-finite values are replaced by zeros, and the queries whose
-        *visible* context holds one are marked (their outputs become NaN, as unmasked
-        arithmetic would make them).
-
-        Args:
-            values: ``[b, m, g, v, u]``; mask: ``[n, m]`` (1 = visible).
-
-        Returns:
-            ``(values with non-finite entries zeroed, poisoned [b, n] booleans)``.
-        """
-        finite = ops.isfinite(values)
-        bad = 1.0 - ops.cast(ops.all(finite, axis=[2, 3, 4]), mask.dtype)  # [b, m]
-        if self.causal:  # query n sees m <= n
-            poisoned = ops.cumsum(bad, axis=1) > 0
-        else:
-            poisoned = ops.einsum("nm,bm->bn", mask, bad) > 0
-        return ops.where(finite, values, ops.zeros_like(values)), poisoned
 
     def _content_lambdas(self, keys, values, mask):
         """Content lambdas ``sum_m normalised(k)_m v_m^T`` (Eq. 1, Fig. 6 and 8).
@@ -662,7 +452,7 @@ class LambdaLayer(keras.layers.Layer):
         kernel = ops.cast(self.position_embedding.window(spatial), values.dtype)
         if self.causal:
             kernel = kernel * ops.convert_to_tensor(
-                _causal_window_mask(tuple(kernel.shape[: self._rank])), kernel.dtype
+                causal_window_mask(tuple(kernel.shape[: self._rank])), kernel.dtype
             )
         batch = ops.shape(values)[0]
         grid = ops.reshape(values, [batch, *spatial, *values.shape[2:]])
@@ -673,7 +463,7 @@ class LambdaLayer(keras.layers.Layer):
 
     def compute_output_shape(self, input_shape):
         input_shape = tuple(input_shape)
-        _check_input_rank(input_shape)
+        lambda_checks.check_input_rank(input_shape)
         return (*input_shape[:-1], self.dim_out or input_shape[-1])
 
     # ------------------------------------------------------------------ config
@@ -732,56 +522,5 @@ def _l2_normalize(x, axis: int):
     return x * ops.rsqrt(ops.maximum(squares, 1e-12))
 
 
-def _check_input_rank(input_shape) -> int:
-    if len(input_shape) not in (3, 4):
-        raise ValueError(
-            "LambdaLayer `inputs` must have rank 3 ([batch, length, channels]) or rank 4 "
-            f"([batch, height, width, channels]); received input shape {tuple(input_shape)} "
-            f"(rank {len(input_shape)})."
-        )
-    return len(input_shape) - 2
-
-
-# Position embeddings larger than this many elements (1 GiB in float32) are refused up front
-# instead of failing with an out-of-memory error after seconds of allocation.
-MAX_EMBEDDING_ELEMENTS = 2**28
-
-
-def _check_embedding_size(name: str, window: tuple[int, ...], per_offset: int) -> None:
-    """Refuse embeddings of more than ``MAX_EMBEDDING_ELEMENTS`` before allocating them."""
-    elements = int(np.prod(window)) * per_offset
-    if elements > MAX_EMBEDDING_ELEMENTS:
-        raise ValueError(
-            f"`{name}` gives a window of {window} offsets, which needs relative position "
-            f"embeddings of {elements:,} elements (more than {MAX_EMBEDDING_ELEMENTS:,}, 1 GiB "
-            "in float32); a scope wider than twice the feature map is never used: pass a "
-            "smaller one."
-        )
-
-
-def _num_positions(spatial) -> int | None:
-    if any(s is None for s in spatial):
-        return None
-    return int(np.prod(spatial))
-
-
 def _to_list(value):
     return list(value) if isinstance(value, tuple) else value
-
-
-@cache
-def _causal_window_mask(window: tuple[int, ...]) -> np.ndarray:
-    """Kernel mask keeping offsets ``pos(m) - pos(n)`` with ``m <= n`` in raster order.
-
-    Returns:
-        float32 ``[*window, 1, 1, 1]``.
-    """
-    offsets = np.stack(
-        np.meshgrid(*[np.arange(w) - w // 2 for w in window], indexing="ij"), axis=-1
-    )
-    if len(window) == 1:
-        keep = offsets[..., 0] <= 0
-    else:
-        dy, dx = offsets[..., 0], offsets[..., 1]
-        keep = (dy < 0) | ((dy == 0) & (dx <= 0))
-    return keep.astype("float32")[..., None, None, None]

@@ -6,11 +6,6 @@ Training runs with Keras on TensorFlow or JAX; on both, the input pipelines are 
 TensorFlow must be installed (the ``[cpu]``, ``[jax]`` and ``[tpu]`` extras bring it).
 """
 
-try:
-    import tensorflow  # noqa: F401  (tf.data feeds every backend)
-except ImportError as error:
-    raise ImportError(
-        "lambda_keras.training reads its data with tf.data and needs TensorFlow installed, "
-        "whatever Keras' backend: pip install 'lambda-keras[jax]' (JAX with tensorflow-cpu) or "
-        "'lambda-keras[cpu]'."
-    ) from error
+from lambda_keras.backend.requirements import require_tensorflow
+
+require_tensorflow("lambda_keras.training", "reads its data with tf.data")

@@ -13,7 +13,7 @@ import keras
 
 from lambda_keras import _validation as v
 from lambda_keras.layers import BatchNormalization, LambdaLayer
-from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
+from lambda_keras.layers.implementation_choice import IMPLEMENTATIONS
 from lambda_keras.zoo import applications
 from lambda_keras.zoo.registry import register_model
 

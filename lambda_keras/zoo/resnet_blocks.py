@@ -12,7 +12,7 @@ import keras
 
 from lambda_keras import _validation as v
 from lambda_keras.layers import BatchNormalization, LambdaLayer, StochasticDepth
-from lambda_keras.layers.lambda_layer import IMPLEMENTATIONS
+from lambda_keras.layers.implementation_choice import IMPLEMENTATIONS
 
 
 def conv_init() -> keras.initializers.Initializer:

@@ -85,10 +85,6 @@ def test_coco_weights_are_downloaded_checked_converted_and_cached(tmp_path, monk
     std, converted = first.stdout.strip().splitlines()[-2:]
     assert converted.startswith(str(tmp_path / "keras_home")) and os.path.isfile(converted)
     assert not (tmp_path / "home" / ".keras").exists()  # KERAS_HOME is the one cache
-    checkpoint.unlink()  # the cache answers now: no second download or conversion
-    again = subprocess.run(run, capture_output=True, text=True, env=env, timeout=900)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.strip().splitlines()[-2:] == [std, converted]
     # A file that is not the one its prefix names is refused and removed.
     bad = subprocess.run(
         [sys.executable, "-c", script.replace("local_coco", "other"), url, "00000000"],
@@ -98,3 +94,8 @@ def test_coco_weights_are_downloaded_checked_converted_and_cached(tmp_path, monk
         timeout=900,
     )
     assert bad.returncode != 0 and "Checksum mismatch" in bad.stderr
+    assert not (tmp_path / "keras_home" / "lambda_keras" / "other.pth").exists()
+    checkpoint.unlink()  # the cache answers now: no second download or conversion
+    again = subprocess.run(run, capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip().splitlines()[-2:] == [std, converted]

@@ -3,8 +3,8 @@ TPU, and on a CPU under TensorFlow, whether TensorFlow's oneDNN kernels are on.
 
 TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16 or AMX, or when
 ``TF_ENABLE_ONEDNN_OPTS=1``, which importing ``lambda_keras`` before TensorFlow sets
-(``lambda_keras/_onednn.py``: why, and what it measured). The TensorFlow question is asked only
-when TensorFlow is the backend, so it is already imported; the layers import no TensorFlow.
+(:mod:`lambda_keras.backend.onednn`: why, and what it measured). The TensorFlow question is asked
+only when TensorFlow is the backend, so it is already imported; the layers import no TensorFlow.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from functools import cache
 
 import keras
 
-from lambda_keras import _onednn
+from lambda_keras.backend import onednn
 
 __all__ = ["cpu_kind", "has_accelerator", "warn_if_slow_convolutions"]
 
@@ -43,6 +43,6 @@ def cpu_kind() -> str:
 
 def warn_if_slow_convolutions() -> None:
     """Warns once per process when the lambda convolution runs on TensorFlow without oneDNN on
-    a CPU (lambda_keras/_onednn.py)."""
+    a CPU (lambda_keras/backend/onednn.py)."""
     if cpu_kind() == "tensorflow_without_onednn" and not has_accelerator():
-        _onednn.warn_slow_convolutions()
+        onednn.warn_slow_convolutions()
