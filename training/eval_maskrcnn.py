@@ -45,7 +45,7 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     import keras
 
-    from lambda_keras.detection import coco, coco_eval
+    from lambda_keras.detection.data import coco, coco_eval
 
     try:
         if not os.path.isfile(FLAGS.model_path):

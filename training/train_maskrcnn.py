@@ -21,7 +21,7 @@ from absl import app, flags, logging
 
 from lambda_keras import _validation as v
 from lambda_keras.detection.image_size import check_image_size
-from lambda_keras.detection.trainer import (
+from lambda_keras.training.detection import (
     BACKBONES,
     RECIPES,
     DetectionConfig,

@@ -10,7 +10,7 @@ proposal, RoI and detection sets, padded NMS), so the training step compiles wit
 * Targets: ``{"boxes": [b, G, 4], "classes": [b, G] int32, "masks": [b, G, M, M]}``, see
   :mod:`lambda_keras.detection.targets` (``-1`` classes pad; masks in their boxes' frames),
   optionally ``"mask_boxes": [b, G, 4]``, the frames of the masks when they differ from the
-  boxes (a box clipped by a crop; :func:`lambda_keras.detection.coco.make_dataset` gives them).
+  boxes (a box clipped by a crop; :func:`lambda_keras.detection.data.coco.make_dataset` gives them).
 * Outputs: ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] (-1 padding),
   "masks": [b, D, 28, 28] probabilities inside each box, "valid": [b, D]}`` in the input
   image's pixels; :func:`lambda_keras.detection.ops.paste_masks` puts masks into the image.
@@ -185,6 +185,13 @@ class MaskRCNN(keras.Model):
 
     def build_from_config(self, config):
         self.build(config["input_shape"])
+
+    @property
+    def _default_save_signature(self):
+        # Keras (TensorFlow backend) traces a default SavedModel signature on the build shape,
+        # [None, None, None, 3]: a MaskRCNN needs static image sizes (its anchors), so it has
+        # none; lambda_keras.detection.serving exports its serving functions instead.
+        return None
 
     def __call__(self, inputs, *args, **kwargs):
         # Before Keras traces the call (an error raised inside it would print the whole input).

@@ -5,7 +5,7 @@ Each :class:`~lambda_keras.detection.MaskRCNN` owns one (``model.input_transform
 (:mod:`lambda_keras.detection.serving`) asks the model for it instead of knowing models apart.
 
 * :class:`LetterboxTransform`: the project's rule, as in training and evaluation
-  (:mod:`lambda_keras.detection.coco`): the longer side scaled to ``image_size``
+  (:mod:`lambda_keras.detection.data.coco`): the longer side scaled to ``image_size``
   (:func:`letterbox_size`), the image padded at the bottom and right to a square; boxes scaled
   back and clipped to the photo, masks pasted by :func:`~lambda_keras.detection.ops.paste_masks`.
 * :class:`TorchvisionTransform`: torchvision's rule (:func:`torchvision_resize`: shorter side

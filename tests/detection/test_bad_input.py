@@ -8,7 +8,7 @@ import pytest
 
 from lambda_keras.detection import MaskRCNN, WarmupStepDecay, ops
 from lambda_keras.detection.serving import export_detector
-from lambda_keras.detection.trainer import DetectionConfig, prepare_data
+from lambda_keras.training.detection import DetectionConfig, prepare_data
 from tests.detection.tiny import tiny_backbone
 
 

@@ -30,3 +30,20 @@ def synthetic_batch(batch=2, size=64, max_instances=4, mask_size=16, num_classes
             classes[i, g] = rng.integers(0, num_classes)
             masks[i, g, 2:-2, 2:-2] = 1.0
     return images, {"boxes": boxes, "classes": classes, "masks": masks}
+
+
+def tiny_valid_backbone(channels: int = 8) -> keras.Model:
+    """:func:`tiny_backbone` taking ``{"images", "valid_sizes"}`` and zeroing every map beyond
+    each image's valid part (as torchvision's ResNet-50 port does)."""
+    from lambda_keras.detection.valid_region import ZeroOutside
+
+    images = keras.Input((None, None, 3), name="images")
+    valid_sizes = keras.Input((2,), dtype="int32", name="valid_sizes")
+    x = keras.layers.Conv2D(channels, 3, strides=4, padding="same", activation="relu")(images)
+    x = ZeroOutside(4)([x, valid_sizes])
+    outputs = {"P2": x}
+    for level in (3, 4, 5):
+        x = keras.layers.Conv2D(channels, 3, strides=2, padding="same", activation="relu")(x)
+        x = ZeroOutside(2**level)([x, valid_sizes])
+        outputs[f"P{level}"] = x
+    return keras.Model({"images": images, "valid_sizes": valid_sizes}, outputs)

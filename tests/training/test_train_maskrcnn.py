@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection.trainer import DetectionConfig, prepare_data
+from lambda_keras.training.detection import DetectionConfig, prepare_data
 from tests.script_flags import assert_refused, case_ids, parse
 from training import eval_maskrcnn, train_maskrcnn
 
@@ -39,7 +39,7 @@ def shapes_flags(data: Path) -> list[str]:
 def shapes_paths(data: Path) -> dict[str, str]:
     """The four data flags of a small COCO-format shapes set in ``data``, written there unless
     it already holds it (a copy of it too, damaged files and all)."""
-    from lambda_keras.detection.shapes import write_shapes_dataset
+    from lambda_keras.detection.data.shapes import write_shapes_dataset
 
     paths = write_shapes_dataset(data, num_train=8, num_val=6, image_size=64)
     return {name: str(path) for name, path in paths.items()}

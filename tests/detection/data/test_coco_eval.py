@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from lambda_keras.detection import coco, coco_eval, shapes
+from lambda_keras.detection.data import coco, coco_eval, shapes
 
 
 class _Oracle:

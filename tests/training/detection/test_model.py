@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
-from lambda_keras.detection.trainer import DetectionConfig, build_model, resolve_run
+from lambda_keras.training.detection import DetectionConfig, build_model, resolve_run
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """labelme annotation folders -> COCO-format annotations (then every rule of
-:mod:`lambda_keras.detection.coco` applies).
+:mod:`lambda_keras.detection.data.coco` applies).
 
 labelme writes one JSON file per image: ``{"shapes": [{"label", "points", "shape_type",
 "group_id", ...}], "imagePath", "imageHeight", "imageWidth", ...}``. Here:
@@ -15,7 +15,7 @@ labelme writes one JSON file per image: ``{"shapes": [{"label", "points", "shape
 * Categories are the labels in sorted order, ids 1, 2, ... (``labels`` fixes them, e.g. the
   union of a training and a validation folder).
 
-    python -m lambda_keras.detection.labelme --input=DIR --output=annotations.json \
+    python -m lambda_keras.detection.data.labelme --input=DIR --output=annotations.json \
         [--skip_shape_types=line,point]
 
 Training reads a folder directly: ``train_maskrcnn.py --train_annotations=labelme:DIR

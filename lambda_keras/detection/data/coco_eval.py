@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from lambda_keras.detection import ops
-from lambda_keras.detection.coco import CocoSource, make_dataset
+from lambda_keras.detection.data.coco import CocoSource, make_dataset
 
 __all__ = ["METRICS", "coco_results", "evaluate"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection import coco
+from lambda_keras.detection.data import coco
 
 
 def _write(tmp_path, annotations, images=None, categories=None, image_mode="RGB"):

@@ -1,0 +1,93 @@
+"""Train and evaluate Mask R-CNN on COCO-format data: ``model.fit`` under the run's strategy,
+COCOeval on the validation set, the exports.
+
+A killed run resumes from its last epoch (``keras.callbacks.BackupAndRestore`` under
+``model_dir``) when started again with the same settings; other settings are an error naming
+them, and the backup stays (:mod:`lambda_keras.training.resume`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import keras
+import numpy as np
+
+from lambda_keras.detection.data import coco_eval
+from lambda_keras.training import resume
+from lambda_keras.training.detection.config import DetectionConfig
+from lambda_keras.training.detection.data import PreparedData, prepare_data
+from lambda_keras.training.detection.model import build_model
+from lambda_keras.training.distribute import is_chief
+
+__all__ = ["train"]
+
+
+def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
+    """Train, evaluate with COCOeval on the validation set, export; returns the scores.
+    ``prepared``: the run's :func:`prepare_data` (read here when not given)."""
+    keras.utils.set_random_seed(config.seed)
+    prepared = prepared or prepare_data(config)
+    run = prepared.run
+    recipe, image_size, batch_size = run.recipe, run.image_size, run.batch_size
+    train_source, val_source, data = prepared.train_source, prepared.val_source, prepared.train_data
+    strategy = prepared.strategy
+    os.makedirs(config.model_dir, exist_ok=True)
+    epochs = max(1, -(-run.steps // config.steps_per_epoch))
+    with strategy.scope():
+        model = build_model(run, train_source.num_classes)
+        # Build every layer (BackupAndRestore needs the variables before fit).
+        model(np.zeros((1, image_size, image_size, 3), "float32"))
+        model.compile(
+            optimizer=recipe.make_optimizer(batch_size, epochs * config.steps_per_epoch),
+            jit_compile=config.jit_compile,
+        )
+        # Slots now, not in the first traced step (which would then be traced twice).
+        model.optimizer.build(model.trainable_variables)
+    if is_chief(strategy):
+        resume.record_settings(config.model_dir, prepared.resume_settings)
+    print(
+        f"Mask R-CNN, {config.backbone}{config.depth} backbone (width {config.width_multiplier}), "
+        f"{train_source.num_classes} classes, {len(train_source.image_ids)} training images, "
+        f"recipe {recipe.name}: {epochs} x {config.steps_per_epoch} steps at batch {batch_size}, "
+        f"{image_size}x{image_size}."
+    )
+    if train_source.skipped:
+        print(f"Skipped {len(train_source.skipped)} annotations (degenerate box or empty mask).")
+    callbacks = [
+        resume.AtomicBackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
+        keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
+    ]
+    start = time.perf_counter()
+    model.fit(
+        data,
+        epochs=epochs,
+        steps_per_epoch=config.steps_per_epoch,
+        callbacks=callbacks,
+        verbose=config.verbose,
+    )
+    seconds = time.perf_counter() - start
+    scores = coco_eval.evaluate(model, val_source, image_size=image_size, batch_size=batch_size)
+    result = {"scores": scores, "train_seconds": seconds, "model": model}
+    if config.export:
+        result.update(_export(model, config, train_source, image_size))
+    print(
+        f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "
+        f"(IoU .50:.95) after {seconds:.0f} s of training."
+    )
+    return result
+
+
+def _export(model, config: DetectionConfig, source, image_size: int) -> dict:
+    from lambda_keras.detection.serving import export_detector
+
+    keras_path = os.path.join(config.model_dir, "model.keras")
+    model.save(keras_path)
+    saved = export_detector(model, os.path.join(config.model_dir, "saved_model"), image_size)
+    labels = {"category_ids": list(source.category_ids), "class_names": list(source.class_names)}
+    with open(os.path.join(config.model_dir, "labels.json"), "w") as f:
+        json.dump(labels, f)
+    print(f"Saved {keras_path} and the serving SavedModel {saved}.")
+    return {"keras": keras_path, "saved_model": saved}

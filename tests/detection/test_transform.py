@@ -1,0 +1,68 @@
+"""The input transforms: the letterbox rule (training, evaluation and serving share it) and
+torchvision's transform as a model setting."""
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.detection import LetterboxTransform, MaskRCNN, TorchvisionTransform
+from lambda_keras.detection.transform import letterbox_size
+from tests.detection.tiny import tiny_backbone, tiny_valid_backbone
+
+
+@pytest.mark.parametrize(
+    "shape, scale, size",
+    [((480, 640), 0.2, (96, 128)), ((640, 480), 0.2, (128, 96)), ((1, 1000), 0.128, (1, 128))],
+)
+def test_the_letterbox_puts_the_longer_side_at_the_image_size(shape, scale, size):
+    got_scale, got_size = letterbox_size(np.array(shape), 128)
+    assert float(got_scale) == pytest.approx(scale) and tuple(got_size.numpy()) == size
+
+
+def test_the_letterbox_transform_pads_a_square_and_maps_back():
+    transform = LetterboxTransform(128)
+    resized, size = transform.resize(np.zeros((480, 640, 3), "uint8"))
+    assert resized.shape == (96, 128, 3) and tuple(size.numpy()) == (96, 128)
+    assert transform.canvases(size) == ([(128, 128)], None)
+    boxes, masks = transform.to_photo(
+        np.array([[10.0, 20.0, 50.0, 200.0]], "float32"),
+        np.ones((1, 28, 28), "float32"),
+        size,
+        np.array([480, 640]),
+    )
+    np.testing.assert_allclose(boxes.numpy(), [[50, 100, 250, 640]])  # / 0.2, clipped
+    assert masks.shape == (1, 480, 640) and masks.dtype == bool
+    with pytest.raises(ValueError, match="`image_size` must be a multiple of 64"):
+        LetterboxTransform(100)
+
+
+def test_the_torchvision_transform_is_saved_with_the_model(tmp_path):
+    transform = TorchvisionTransform(min_size=64, max_size=128)
+    model = MaskRCNN(tiny_valid_backbone(), num_classes=2, transform=transform)
+    model.build((None, None, None, 3))
+    assert model.input_transform() is transform
+    assert isinstance(model.input_transform(128), LetterboxTransform)  # a size asks for it
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert loaded.transform == transform and loaded.transform.get_config()["max_size"] == 128
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"min_size": 0}, ValueError, "`min_size` must be a positive integer"),
+        ({"min_size": 800, "max_size": 600}, ValueError, "`max_size` must be at least"),
+    ],
+)
+def test_torchvision_transform_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        TorchvisionTransform(**kwargs)
+
+
+def test_a_padding_transform_needs_a_backbone_that_zeroes_beyond_each_image():
+    with pytest.raises(ValueError, match="needs a backbone that takes"):
+        MaskRCNN(tiny_backbone(), num_classes=2, transform=TorchvisionTransform())
+    with pytest.raises(TypeError, match="`transform` must be None .* received LetterboxTransform"):
+        MaskRCNN(tiny_backbone(), num_classes=2, transform=LetterboxTransform(64))
+    with pytest.raises(ValueError, match="`anchor_rule` must be one of 'centres', 'torchvision'"):
+        MaskRCNN(tiny_backbone(), num_classes=2, anchor_rule="corners")
