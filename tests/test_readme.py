@@ -1,7 +1,10 @@
 """The README stays true: its code samples run and CI runs its test command."""
 
+import ast
+import io
 import os
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -54,13 +57,23 @@ def test_python_samples_run(tmp_path, monkeypatch, capsys):
 
 
 def test_no_sample_comment_names_weights_its_call_does_not_load():
-    """A call whose comment says ``weights=...`` passes that argument itself (a default of
+    """A statement whose comment says ``weights=...`` passes that argument itself (a default of
     ``weights=None`` behind a comment naming other weights reads as the opposite)."""
     for sample in blocks("python"):
-        for line in sample.splitlines():
-            code, _, comment = line.partition("#")
-            if "weights=" in comment and code.rstrip().endswith(")"):
-                assert "weights=" in code, line
+        lines = sample.splitlines()
+        comments = {
+            token.start[0]: token.string
+            for token in tokenize.generate_tokens(io.StringIO(sample).readline)
+            if token.type == tokenize.COMMENT
+        }
+        for node in ast.walk(ast.parse(sample)):
+            if not isinstance(node, ast.stmt) or isinstance(node, (ast.FunctionDef, ast.With)):
+                continue
+            span = range(node.lineno, node.end_lineno + 1)
+            said = [comments[n] for n in span if "weights=" in comments.get(n, "")]
+            if said and any(isinstance(n, ast.Call) for n in ast.walk(node)):
+                code = "\n".join(lines[n - 1].split("#")[0] for n in span)
+                assert "weights=" in code, (code, said)
 
 
 def test_resnet_rs_weights_table_matches_the_registered_weights():
