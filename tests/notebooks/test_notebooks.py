@@ -17,8 +17,19 @@ def test_the_notebooks_exist():
     assert {"lambda_layers", "train_lambda_resnet", "fine_tune_and_serve", "mask_rcnn"} <= names
 
 
+# The two training notebooks (60-80 s each on 2 cores) run under -m slow: their paths run in the
+# default suite as the trainer and Mask R-CNN script tests.
+SLOW_NOTEBOOKS = ("mask_rcnn", "train_lambda_resnet")
+
+
 @pytest.mark.end_to_end
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path",
+    [
+        pytest.param(p, id=p.stem, marks=pytest.mark.slow if p.stem in SLOW_NOTEBOOKS else ())
+        for p in NOTEBOOKS
+    ],
+)
 def test_notebook_runs_top_to_bottom(path, tmp_path, monkeypatch):
     monkeypatch.setenv("LAMBDA_KERAS_NOTEBOOK_SMOKE", "1")
     monkeypatch.setenv("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -143,8 +143,11 @@ def test_evaluation_says_how_many_images_it_scored_and_skipped(tmp_path, capsys)
     assert "(5 images): top-1" in clean
 
 
-def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path, capsys):
-    from lambda_keras.training.trainer import TrainConfig, result_line, train
+def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path):
+    """The run's inputs count each split's damaged files, and its last line says so (the line
+    a run prints is ``result_line``'s: ``_finish`` prints nothing else)."""
+    from lambda_keras.training import recipes
+    from lambda_keras.training.trainer import TrainConfig, _inputs, result_line
 
     root = tmp_path / "data"
     write_images(root / "train", {"a": 4, "b": 4})
@@ -152,26 +155,17 @@ def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path
     (root / "train" / "b" / "cut.png").write_bytes(
         (root / "train" / "a" / "0.png").read_bytes()[:40]
     )
-    config = TrainConfig(
-        model="resnet50",
-        dataset=f"folder:{root}",
-        width_multiplier=0.125,
-        batch_size=4,
-        epochs=1,
-        steps_per_epoch=1,
-        model_dir=str(tmp_path / "run"),
-        export=False,
-        verbose=0,
-    )
-    result = train(config)
-    assert result["skipped"] == {"train": 1, "test": 0}
-    last = capsys.readouterr().out.strip().splitlines()[-1]
-    assert last == result_line("test", result)
-    assert last.endswith(
-        "1 steps; damaged image files skipped: 1 of train, 0 of test, listed above)"
+    config = TrainConfig(dataset=f"folder:{root}", batch_size=4, model_dir=str(tmp_path / "run"))
+    inputs = _inputs(config, recipes.RECIPES[config.recipe])
+    assert inputs.skipped == {"train": 1, "test": 0} and inputs.train.num_examples == 8
+    result = {"top1": 0.5, "top5": 1.0, "train_seconds": 12.2, "steps": 3}
+    line = result_line("test", {**result, "skipped": inputs.skipped})
+    assert line == (
+        "test top-1 0.5000, top-5 1.0000 (13 s of training, 3 steps; damaged image files "
+        "skipped: 1 of train, 0 of test, listed above)"
     )
     clean = result_line("test", {**result, "skipped": {"train": 0, "test": 0}})
-    assert clean.startswith("test top-1 ") and clean.endswith("1 steps)")
+    assert clean == "test top-1 0.5000, top-5 1.0000 (13 s of training, 3 steps)"
 
 
 def test_eval_with_another_number_of_classes(tmp_path):

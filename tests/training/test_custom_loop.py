@@ -139,7 +139,7 @@ JOB = textwrap.dedent(
 )
 
 
-@pytest.mark.end_to_end
+@pytest.mark.slow  # two worker processes and a reference run: 110 s on 2 cores
 def test_two_workers_train_to_the_single_worker_weights(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     env.pop("TF_CONFIG", None)

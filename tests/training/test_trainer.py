@@ -43,6 +43,7 @@ def short_run(tmp_path_factory):
 def test_short_run_trains_evaluates_and_exports(short_run):
     tmp_path, result = short_run
     assert result["steps"] == 2 * (1437 // 64)
+    assert result["skipped"] == {"train": 0, "test": 0}  # the digits hold no damaged file
     assert 0.0 <= result["top1"] <= result["top5"] <= 1.0
     assert epochs_logged(tmp_path) == [0, 1]
     assert (Path(result["saved_model"]) / "saved_model.pb").exists()
