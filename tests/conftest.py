@@ -34,8 +34,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long checks, excluded from the default run")
     config.addinivalue_line(
         "markers",
-        "end_to_end: whole training runs, scripts and notebooks (deselect with "
-        "-m 'not slow and not end_to_end' for a quick run while iterating)",
+        "end_to_end: whole training runs, every model through the harness, exports, scripts "
+        "and notebooks (the quick tier leaves them out: -m 'not slow and not end_to_end')",
     )
     config.addinivalue_line(
         "markers",

@@ -67,6 +67,7 @@ def test_train_flags(case):
     assert_refused(train_script, flag, message)
 
 
+@pytest.mark.end_to_end  # runs the script
 def test_train_flags_are_one_line_from_the_script(tmp_path):
     """The script's wiring: absl's one line, exit status 1, no traceback, nothing started."""
     done = run("train.py", "--epochs=0", f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
@@ -91,6 +92,7 @@ def write_images(folder: Path, classes: dict[str, int]) -> None:
             (folder / name / f"{i}.png").write_bytes(tf.io.encode_png(pixels).numpy())
 
 
+@pytest.mark.end_to_end  # runs the script
 def test_single_class_folder_is_an_error(tmp_path):
     write_images(tmp_path / "data" / "train", {"cats": 4})
     done = run("train.py", f"--dataset=folder:{tmp_path / 'data'}", cwd=tmp_path)
@@ -99,6 +101,7 @@ def test_single_class_folder_is_an_error(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.end_to_end  # runs the script
 def test_batch_larger_than_the_data_set(tmp_path):
     done = run("train.py", "--batch_size=5000", f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 2
@@ -168,6 +171,7 @@ def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path
     assert clean == "test top-1 0.5000, top-5 1.0000 (13 s of training, 3 steps)"
 
 
+@pytest.mark.end_to_end  # runs the script
 def test_eval_with_another_number_of_classes(tmp_path):
     import keras
 
@@ -181,6 +185,7 @@ def test_eval_with_another_number_of_classes(tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.end_to_end  # runs the script
 @pytest.mark.parametrize("content", [b"", b"PK\x03\x04 truncated zip"])
 def test_eval_and_export_of_a_damaged_keras_file(tmp_path, content):
     damaged = tmp_path / "damaged.keras"
@@ -212,6 +217,7 @@ def test_eval_and_export_flags(script, flag, message):
     assert_refused(script, flag, message)
 
 
+@pytest.mark.end_to_end  # runs the script
 def test_eval_and_export_flags_are_one_line_from_the_scripts(tmp_path):
     for script, flag, message in (
         ("eval.py", "--crop_fraction=0", "--crop_fraction must be a number in (0.0, 1.0]"),

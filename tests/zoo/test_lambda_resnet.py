@@ -153,6 +153,7 @@ def test_preprocess_input_normalises_with_imagenet_statistics():
     )
 
 
+@pytest.mark.end_to_end  # a SavedModel written and served
 def test_saved_model_export(tmp_path):
     if keras.backend.backend() == "torch":
         pytest.skip(

@@ -25,6 +25,7 @@ def in_default_run(name: str) -> bool:
     return (depth(name) or 0) <= 50
 
 
+@pytest.mark.end_to_end  # every model through fit, save, load and mixed precision
 @pytest.mark.parametrize(
     "name",
     [

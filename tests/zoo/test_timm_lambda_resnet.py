@@ -213,6 +213,7 @@ def test_decode_predictions_is_offline_imagenet():
         tlr.decode_predictions(np.zeros((2, 10)))
 
 
+@pytest.mark.end_to_end  # a SavedModel written and served
 def test_serving_graph_does_the_models_own_preprocessing(tmp_path):
     """The SavedModel takes JPEG bytes or uint8 pixels of any size and applies the weights'
     evaluation (256x256, crop 0.94, ImageNet mean/std) in the graph."""

@@ -112,6 +112,7 @@ def test_another_models_checkpoint_is_refused_naming_the_tensor(model, change, m
     np.testing.assert_array_equal(model.box_head.fc1.kernel.numpy(), before)  # nothing assigned
 
 
+@pytest.mark.end_to_end  # the command line, run as a script
 def test_converter_writes_a_file_the_builder_loads_and_nothing_on_failure(tmp_path):
     state = random_state(3)
     state = {
