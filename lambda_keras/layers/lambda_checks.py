@@ -47,6 +47,8 @@ def check_combinations(layer):
 
 
 def check_shared_embedding(layer, embedding):
+    """A shared ``position_embedding`` fits the layer: a RelativePositionEmbedding of its key
+    depth, intra-depth, groups and (for a local scope) window."""
     if not layer.position:
         raise ValueError(
             "`position_embedding` was given but position=False: a content-only layer has "
