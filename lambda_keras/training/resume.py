@@ -31,6 +31,11 @@ def _normalised(settings: Mapping[str, object]) -> dict:
     return json.loads(json.dumps(dict(settings), sort_keys=True))  # tuples -> lists
 
 
+# Settings every resumed run may change: where the files are, what is printed or exported, and
+# the strategy that spreads the work (the global batch stays the same).
+ALWAYS_RESUMABLE = frozenset({"model_dir", "verbose", "export", "strategy", "tpu"})
+
+
 def run_settings(config, resumable: frozenset[str], **resolved) -> dict:
     """The settings a killed run must be resumed with: the fields of the ``config`` dataclass
     but those in ``resumable`` (where the files are, what is printed, how the work is spread),

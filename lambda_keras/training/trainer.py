@@ -31,23 +31,16 @@ __all__ = ["TrainConfig", "build_model", "train"]
 # "none": Keras' float type (keras.config.floatx(), float32 unless changed).
 MIXED_PRECISION = {"none": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 LOOPS = ("auto", "fit", "custom")
-# Options a resumed run may change: where things are, what is printed or exported, how the
-# work is spread (the global batch stays the same).
-RESUMABLE_CHANGES = frozenset(
-    {
-        "model_dir",
-        "verbose",
-        "export",
-        "strategy",
-        "tpu",
-        "coordinator_address",
-        "num_processes",
-        "process_id",
-        "data_dir",
-        "manual_dir",
-        "deterministic",
-    }
-)
+# Options a resumed run may change: resume's own, the hosts of a multi-host run, where the data
+# is and whether its order is fixed.
+RESUMABLE_CHANGES = resume.ALWAYS_RESUMABLE | {
+    "coordinator_address",
+    "num_processes",
+    "process_id",
+    "data_dir",
+    "manual_dir",
+    "deterministic",
+}
 
 
 @dataclasses.dataclass

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import importlib.util
 import os
 import tempfile
 import warnings
@@ -132,8 +133,9 @@ class WeightsSpec:
 
 
 _REGISTRY: dict[str, WeightsSpec] = {}
-# Source format -> the function that assigns a checkpoint file of that format to a built model.
-_CONVERTERS: dict[str, Callable[[keras.Model, str, WeightsSpec], None]] = {}
+# Source format -> the function that assigns a checkpoint file of that format to a built model,
+# and the modules it needs (checked before anything is downloaded).
+_CONVERTERS: dict[str, tuple[Callable[[keras.Model, str, WeightsSpec], None], tuple[str, ...]]] = {}
 # Zoo architecture -> the timm model class its timm checkpoints come from
 # (:data:`lambda_keras.zoo.timm_checkpoint.FAMILIES`).
 _TIMM_FAMILIES: dict[str, str] = {}
@@ -151,17 +153,20 @@ def register_weights(spec: WeightsSpec, overwrite: bool = False) -> None:
 
 
 def register_converter(
-    source_format: str, convert: Callable[[keras.Model, str, WeightsSpec], None]
+    source_format: str,
+    convert: Callable[[keras.Model, str, WeightsSpec], None],
+    needs: tuple[str, ...] = (),
 ) -> None:
     """Register how a checkpoint file of ``source_format`` becomes a model's weights:
     ``convert(model, path, spec)`` assigns every weight of the built ``model`` from the file at
-    ``path`` (or raises naming what does not fit)."""
+    ``path`` (or raises naming what does not fit). ``needs``: the modules it imports, checked
+    before the checkpoint is downloaded (a missing one is an ``ImportError`` naming it)."""
     if source_format not in SOURCE_FORMATS or source_format == "keras":
         raise ValueError(
             f"`source_format` must be one of {sorted(set(SOURCE_FORMATS) - {'keras'})}; "
             f"received {source_format!r}."
         )
-    _CONVERTERS[source_format] = convert
+    _CONVERTERS[source_format] = (convert, tuple(needs))
 
 
 def register_timm_weights(
@@ -416,7 +421,15 @@ def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
             f"{spec.name!r}): import the package that reads them (torchvision's: "
             "lambda_keras.detection)."
         )
-    _CONVERTERS[spec.source_format](model, fetch_weights(spec), spec)
+    convert, needs = _CONVERTERS[spec.source_format]
+    missing = [module for module in needs if importlib.util.find_spec(module) is None]
+    if missing:
+        raise ImportError(
+            f"The weights {spec.name!r} are a {spec.source_format} checkpoint, converted once "
+            f"and needing {', '.join(missing)} for it (pip install {' '.join(missing)}); later "
+            f"calls read the converted file {converted!r}. Nothing was downloaded."
+        )
+    convert(model, fetch_weights(spec), spec)
     save_weights_atomically(model, converted)
 
 
@@ -429,7 +442,7 @@ def _convert_timm(model: keras.Model, path: str, spec: WeightsSpec) -> None:
     )
 
 
-register_converter("timm", _convert_timm)
+register_converter("timm", _convert_timm, needs=("safetensors",))
 
 
 def save_weights_atomically(model: keras.Model, path: str) -> None:

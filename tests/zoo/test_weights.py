@@ -109,3 +109,28 @@ def test_spec_validation():
         weights_lib.WeightsSpec("x", "file:///x", "abc", "resnet50", 224)
     with pytest.raises(ValueError, match="preprocessing"):
         weights_lib.WeightsSpec("x", "file:///x", "0" * 64, "resnet50", 224, preprocessing="bgr")
+
+
+def test_a_converter_whose_module_is_missing_stops_before_the_download(tmp_path, monkeypatch):
+    """A torchvision checkpoint needs PyTorch to convert: without it, an ImportError naming
+    it before anything is fetched (torchvision's COCO checkpoint is 170 MB)."""
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
+    checkpoint = tmp_path / "model-00000000.pth"
+    checkpoint.write_bytes(b"not fetched")
+    spec = weights_lib.WeightsSpec(
+        name="needs_a_module",
+        url=checkpoint.as_uri(),
+        sha256="00000000",
+        hash_rule="torch_hub_prefix",
+        architecture="lambda_mobilenet_v2",
+        input_size=64,
+        source_format="torchvision",
+    )
+    converted = []
+    convert = lambda model, path, spec: converted.append(path)  # noqa: E731
+    monkeypatch.setitem(
+        weights_lib._CONVERTERS, "torchvision", (convert, ("no_such_module_of_lambda_keras",))
+    )
+    with pytest.raises(ImportError, match="needing no_such_module_of_lambda_keras.*downloaded"):
+        weights_lib.load_registered(object(), spec)
+    assert not converted and not list((tmp_path / "cache" / "lambda_keras").glob("*.pth"))

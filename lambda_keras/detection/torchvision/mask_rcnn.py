@@ -72,7 +72,7 @@ def _convert(model: keras.Model, path: str, spec: weights_lib.WeightsSpec) -> No
     checkpoint.assign_checkpoint(model, read_checkpoint(path))
 
 
-weights_lib.register_converter("torchvision", _convert)
+weights_lib.register_converter("torchvision", _convert, needs=("torch",))
 COCO_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth",
@@ -172,18 +172,18 @@ def _resolve(weights) -> weights_lib.WeightsSpec | str | None:
     try:
         resolved = weights_lib.resolve_weights(weights, ARCHITECTURE)
     except ValueError as err:
-        raise ValueError(
-            f"`weights` must be None, 'coco' or an existing .weights.h5 file (convert a "
-            f"torchvision .pth with python -m lambda_keras.detection.convert_torchvision); "
-            f"received {os.fspath(weights)!r}. ({err})"
-        ) from err
+        raise _not_weights(weights, f" ({err})") from err
     if isinstance(resolved, str) and not resolved.endswith(".weights.h5"):
-        raise ValueError(
-            f"`weights` must be None, 'coco' or an existing .weights.h5 file (convert a "
-            f"torchvision .pth with python -m lambda_keras.detection.convert_torchvision); "
-            f"received {resolved!r}."
-        )
+        raise _not_weights(resolved)
     return resolved
+
+
+def _not_weights(received, detail: str = "") -> ValueError:
+    return ValueError(
+        "`weights` must be None, 'coco' or an existing .weights.h5 file (convert a torchvision "
+        ".pth with python -m lambda_keras.detection.convert_torchvision); received "
+        f"{os.fspath(received)!r}.{detail}"
+    )
 
 
 def _check_weight_classes(weights, resolved, classes: int) -> None:

@@ -92,23 +92,16 @@ class PreparedData:
     resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
-# Options a resumed run may change: where the files are, what is printed or exported, how the
-# work is spread and compiled. Data paths may move; the categories are checked instead.
-RESUMABLE_CHANGES = frozenset(
-    {
-        "model_dir",
-        "verbose",
-        "export",
-        "strategy",
-        "tpu",
-        "jit_compile",
-        "shapes_dir",
-        "train_annotations",
-        "train_images",
-        "val_annotations",
-        "val_images",
-    }
-)
+# Options a resumed run may change: resume's own, whether the step is compiled, and the data
+# paths (the data may move; the categories are checked instead).
+RESUMABLE_CHANGES = resume.ALWAYS_RESUMABLE | {
+    "jit_compile",
+    "shapes_dir",
+    "train_annotations",
+    "train_images",
+    "val_annotations",
+    "val_images",
+}
 
 
 def prepare_data(config: DetectionConfig) -> PreparedData:
