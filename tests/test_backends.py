@@ -1,13 +1,14 @@
-"""The layers and the zoo on JAX and PyTorch, from the TensorFlow test run.
+"""The layers, the zoo and the detection ops on JAX and PyTorch, from the TensorFlow test run.
 
 Keras picks its backend once per process, so the backend-neutral tests run again in a child
 pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
-(outputs and gradients, every implementation and option, mixed precision, inside ``predict``)
-and a zoo model trained, saved and exchanged as a ``.keras`` file with this TensorFlow process;
+(outputs and gradients, every implementation and option, mixed precision, inside ``predict``),
+a zoo model trained, saved and exchanged as a ``.keras`` file with this TensorFlow process, and
+NMS's contract and ROIAlign (eager and compiled);
 under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
-registry and the timm converter. PyTorch is not in the test extra
+registry, the timm converter and every detection op. PyTorch is not in the test extra
 (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
-The child cannot import TensorFlow at all, which proves the two packages need none.
+The child cannot import TensorFlow at all, which proves that what it tests needs none.
 """
 
 import importlib.util
@@ -38,6 +39,8 @@ CORE = [
         )
     ),
     "tests/zoo/test_every_backend.py",
+    "tests/detection/ops/test_nms.py",
+    "tests/detection/ops/test_roi_align.py",
 ]
 EVERYTHING = [
     "tests/layers",
@@ -46,6 +49,7 @@ EVERYTHING = [
     "tests/zoo/test_convert_timm.py",
     "tests/zoo/test_weights.py",
     "tests/zoo/test_pyramid_backbone.py",
+    "tests/detection/ops",
 ]
 
 

@@ -3,8 +3,8 @@ backend to choose, when the package is imported where it cannot run.
 
 ``lambda_keras.layers`` and ``lambda_keras.zoo`` run on JAX, TensorFlow and PyTorch and need no
 guard; the training package reads its data with ``tf.data`` on TensorFlow and JAX alike (so
-TensorFlow must be installed); ``lambda_keras.detection`` uses TensorFlow ops on Keras tensors
-and needs Keras on TensorFlow.
+TensorFlow must be installed); ``lambda_keras.detection.ops`` runs on every backend, the rest of
+``lambda_keras.detection`` still uses TensorFlow ops and needs Keras on TensorFlow.
 """
 
 from __future__ import annotations

@@ -11,17 +11,30 @@
 """
 
 # ruff: noqa: E402  (the backend is checked before the TensorFlow modules are imported)
-from lambda_keras.backend.requirements import require_tensorflow
+import keras
 
-require_tensorflow("lambda_keras.detection", "uses TensorFlow ops", backends=("tensorflow",))
+from lambda_keras.detection import ops  # keras.ops: every backend
 
-from lambda_keras.detection import ops, targets
-from lambda_keras.detection.fpn import FeaturePyramid
-from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
-from lambda_keras.detection.mask_rcnn import MaskRCNN
-from lambda_keras.detection.schedules import WarmupStepDecay
-from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
-from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+if keras.backend.backend() == "tensorflow":
+    from lambda_keras.detection import targets
+    from lambda_keras.detection.fpn import FeaturePyramid
+    from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
+    from lambda_keras.detection.mask_rcnn import MaskRCNN
+    from lambda_keras.detection.schedules import WarmupStepDecay
+    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+    from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+else:
+
+    def __getattr__(name: str):
+        """The models still need the TensorFlow backend: their names say so when asked for."""
+        from lambda_keras.backend.requirements import require_tensorflow
+
+        if name in __all__:
+            require_tensorflow(
+                f"lambda_keras.detection.{name}", "uses TensorFlow ops", backends=("tensorflow",)
+            )
+        raise AttributeError(f"module 'lambda_keras.detection' has no attribute {name!r}")
+
 
 __all__ = [
     "BoxHead",

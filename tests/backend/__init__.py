@@ -59,3 +59,18 @@ def gradients(loss: Callable, variables: Sequence[keras.Variable]) -> list[np.nd
         grads = torch.autograd.grad(value, [v.value for v in variables])
         return [numpy(g.detach().cpu()) for g in grads]
     raise NotImplementedError(f"gradients on the {BACKEND} backend")
+
+
+def compiled(function: Callable) -> Callable:
+    """``function`` compiled as the backend compiles a model's step: ``tf.function`` with XLA
+    on TensorFlow, ``jax.jit`` on JAX; PyTorch runs it eagerly (what Keras' ``fit`` does there
+    unless ``jit_compile=True``)."""
+    if BACKEND == "tensorflow":
+        import tensorflow as tf
+
+        return tf.function(function, jit_compile=True)
+    if BACKEND == "jax":
+        import jax
+
+        return jax.jit(function)
+    return function

@@ -61,11 +61,17 @@ def test_a_pyramid_backbone_gives_its_levels():
     assert shapes == {"P2": (16, 16), "P3": (8, 8), "P4": (4, 4), "P5": (2, 2)}
 
 
-def test_detection_names_the_backend_it_needs():
+def test_detection_ops_import_and_its_models_name_the_backend_they_need():
+    """The ops run on every backend; the models still ask for TensorFlow, by name."""
     if BACKEND == "tensorflow":
         pytest.skip("the TensorFlow backend imports it")
-    with pytest.raises(ImportError, match=f"needs Keras on the TensorFlow backend.*{BACKEND}"):
-        import lambda_keras.detection  # noqa: F401
+    import lambda_keras.detection as detection
+
+    assert callable(detection.ops.nms) and callable(detection.ops.roi_align)
+    with pytest.raises(ImportError, match=f"MaskRCNN.*needs Keras on the TensorFlow.*{BACKEND}"):
+        detection.MaskRCNN  # noqa: B018  (the attribute access is the test)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        detection.not_a_name  # noqa: B018
 
 
 def test_training_without_tensorflow_says_what_to_install():

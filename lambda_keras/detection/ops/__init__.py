@@ -1,9 +1,10 @@
 """Detection ops others reuse, each tested alone: boxes, anchors, ROIAlign, NMS, masks.
 
 Box convention: ``(y1, x1, y2, x2)`` in absolute image pixels, an edge at 0 being the image's
-top/left edge (:mod:`.boxes`); ROIAlign's half-pixel rule is in :mod:`.roi_align`. TensorFlow
-ops (gathers and ``tf.image`` NMS with static output sizes), usable inside Keras layers, under
-``tf.distribute`` and with ``jit_compile=True``.
+top/left edge (:mod:`.boxes`); ROIAlign's half-pixel rule is in :mod:`.roi_align`. Backend-neutral
+``keras.ops`` with static output sizes, usable inside Keras layers on JAX, TensorFlow and PyTorch,
+under ``jax.jit``, ``tf.distribute`` and ``jit_compile=True`` (on TensorFlow, :func:`nms` runs
+TensorFlow's own kernel; :mod:`.nms`).
 """
 
 from lambda_keras.detection.ops.anchors import (
@@ -24,7 +25,7 @@ from lambda_keras.detection.ops.boxes import (
     to_coco,
 )
 from lambda_keras.detection.ops.masks import crop_masks, paste_masks, paste_masks_torchvision
-from lambda_keras.detection.ops.nms import batched_nms, nms
+from lambda_keras.detection.ops.nms import batched_nms, greedy_nms, nms
 from lambda_keras.detection.ops.roi_align import (
     assign_pyramid_levels,
     multilevel_roi_align,
@@ -45,6 +46,7 @@ __all__ = [
     "decode_boxes",
     "encode_boxes",
     "from_coco",
+    "greedy_nms",
     "multilevel_roi_align",
     "nms",
     "paste_masks",

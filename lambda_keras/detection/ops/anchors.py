@@ -14,9 +14,10 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras import _validation as v
+from lambda_keras.detection.ops._checks import Tensor
 
 __all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors", "torchvision_anchors"]
 
@@ -29,7 +30,7 @@ def pyramid_anchors(
     image_size: tuple[int, int],
     sizes: dict[int, float] | None = None,
     aspect_ratios: tuple[float, ...] = DEFAULT_ASPECT_RATIOS,
-) -> dict[str, tf.Tensor]:
+) -> dict[str, Tensor]:
     """The anchors of every level for images of ``image_size``.
 
     Args:
@@ -56,26 +57,26 @@ def pyramid_anchors(
     }
 
 
-def _level_anchors(height: int, width: int, level: int, size: float, ratios) -> tf.Tensor:
+def _level_anchors(height: int, width: int, level: int, size: float, ratios) -> Tensor:
     stride = 2**level
     # Half-heights and half-widths of one cell's anchors: area size**2, height / width = ratio.
-    half = tf.constant(
-        [[size * math.sqrt(r) / 2, size / math.sqrt(r) / 2] for r in ratios], tf.float32
+    half = np.array(
+        [[size * math.sqrt(r) / 2, size / math.sqrt(r) / 2] for r in ratios], np.float32
     )  # [A, 2]
-    ys = (tf.range(height // stride, dtype=tf.float32) + 0.5) * stride
-    xs = (tf.range(width // stride, dtype=tf.float32) + 0.5) * stride
-    cy, cx = tf.meshgrid(ys, xs, indexing="ij")
-    centres = tf.stack([cy, cx], -1)[:, :, None, :]  # [h, w, 1, 2]
-    boxes = tf.concat([centres - half, centres + half], -1)  # [h, w, A, 4]
-    return tf.reshape(boxes, [-1, 4])
+    ys = (np.arange(height // stride, dtype=np.float32) + np.float32(0.5)) * np.float32(stride)
+    xs = (np.arange(width // stride, dtype=np.float32) + np.float32(0.5)) * np.float32(stride)
+    cy, cx = np.meshgrid(ys, xs, indexing="ij")
+    centres = np.stack([cy, cx], -1)[:, :, None, :]  # [h, w, 1, 2]
+    boxes = np.concatenate([centres - half, centres + half], -1)  # [h, w, A, 4]
+    return ops.convert_to_tensor(boxes.reshape(-1, 4))
 
 
 def torchvision_anchors(
     canvas_size: tuple[int, int],
-    padded_sizes: tf.Tensor,
+    padded_sizes: Tensor,
     sizes: dict[int, float] | None = None,
     aspect_ratios: tuple[float, ...] = DEFAULT_ASPECT_RATIOS,
-) -> tuple[dict[str, tf.Tensor], dict[str, tf.Tensor]]:
+) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
     """torchvision's ``AnchorGenerator`` for images padded to ``padded_sizes`` inside a batch
     of ``canvas_size``.
 
@@ -97,34 +98,35 @@ def torchvision_anchors(
     sizes = DEFAULT_SIZES if sizes is None else sizes
     height = v.positive_int("canvas_size[0]", canvas_size[0])
     width = v.positive_int("canvas_size[1]", canvas_size[1])
-    padded = tf.cast(padded_sizes, tf.int32)
+    padded = ops.cast(padded_sizes, "int32")
+    batch = ops.shape(padded)[0]
     anchors, valid = {}, {}
     for level, size in sorted(sizes.items()):
         stride = 2**level
         rows, cols = height // stride, width // stride
-        cells = -(-padded // stride)  # [b, 2]
-        steps = tf.cast(padded // cells, tf.float32)  # [b, 2]
-        base = tf.constant(_rounded_cell_anchors(size, aspect_ratios))  # [A, 4]
-        ys = tf.range(rows, dtype=tf.float32)[None, :] * steps[:, :1]  # [b, rows]
-        xs = tf.range(cols, dtype=tf.float32)[None, :] * steps[:, 1:]  # [b, cols]
-        ys = tf.broadcast_to(ys[:, :, None, None], [tf.shape(padded)[0], rows, cols, 1])
-        xs = tf.broadcast_to(xs[:, None, :, None], tf.shape(ys))
-        shifts = tf.concat([ys, xs, ys, xs], -1)[:, :, :, None, :]  # [b, rows, cols, 1, 4]
-        boxes = shifts + base
-        anchors[f"P{level}"] = tf.reshape(boxes, [tf.shape(padded)[0], -1, 4])
-        inside = (tf.range(rows)[None, :, None] < cells[:, None, None, 0]) & (
-            tf.range(cols)[None, None, :] < cells[:, None, None, 1]
+        cells = -ops.floor_divide(-padded, stride)  # [b, 2]
+        steps = ops.cast(ops.floor_divide(padded, cells), "float32")  # [b, 2]
+        base = ops.convert_to_tensor(_rounded_cell_anchors(size, aspect_ratios))  # [A, 4]
+        ys = ops.arange(rows, dtype="float32")[None, :] * steps[:, :1]  # [b, rows]
+        xs = ops.arange(cols, dtype="float32")[None, :] * steps[:, 1:]  # [b, cols]
+        ys = ops.broadcast_to(ys[:, :, None, None], (batch, rows, cols, 1))
+        xs = ops.broadcast_to(xs[:, None, :, None], (batch, rows, cols, 1))
+        shifts = ops.concatenate([ys, xs, ys, xs], -1)[:, :, :, None, :]  # [b, rows, cols, 1, 4]
+        anchors[f"P{level}"] = ops.reshape(shifts + base, (batch, -1, 4))
+        inside = ops.logical_and(
+            ops.arange(rows)[None, :, None] < cells[:, None, None, 0],
+            ops.arange(cols)[None, None, :] < cells[:, None, None, 1],
         )  # [b, rows, cols]
-        inside = tf.repeat(inside[..., None], len(aspect_ratios), -1)
-        valid[f"P{level}"] = tf.reshape(inside, [tf.shape(padded)[0], -1])
+        inside = ops.repeat(inside[..., None], len(aspect_ratios), -1)
+        valid[f"P{level}"] = ops.reshape(inside, (batch, -1))
     return anchors, valid
 
 
-def _rounded_cell_anchors(size: float, aspect_ratios) -> list[list[float]]:
+def _rounded_cell_anchors(size: float, aspect_ratios) -> np.ndarray:
     """One cell's anchors ``(y1, x1, y2, x2)`` around 0, torchvision's float32 arithmetic and
     rounding (half to even)."""
     ratios = np.asarray(aspect_ratios, np.float32)
     h_ratios = np.sqrt(ratios)
     w_ratios = np.float32(1) / h_ratios
     hs, ws = h_ratios * np.float32(size), w_ratios * np.float32(size)
-    return np.round(np.stack([-hs, -ws, hs, ws], 1) / np.float32(2)).tolist()
+    return np.round(np.stack([-hs, -ws, hs, ws], 1) / np.float32(2))

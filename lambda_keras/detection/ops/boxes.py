@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras.detection.ops import _checks
+from lambda_keras.detection.ops._checks import Tensor
 
 __all__ = [
     "BBOX_DELTA_CLIP",
@@ -36,14 +37,14 @@ BOX_WEIGHTS = (10.0, 10.0, 5.0, 5.0)
 BBOX_DELTA_CLIP = math.log(1000.0 / 16)
 
 
-def box_area(boxes: tf.Tensor) -> tf.Tensor:
+def box_area(boxes: Tensor) -> Tensor:
     """``[..., 4]`` boxes -> ``[...]`` areas (0 for empty or inverted boxes)."""
     boxes = _checks.boxes("boxes", boxes)
-    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
-    return tf.maximum(y2 - y1, 0.0) * tf.maximum(x2 - x1, 0.0)
+    y1, x1, y2, x2 = ops.unstack(boxes, 4, axis=-1)
+    return ops.maximum(y2 - y1, 0.0) * ops.maximum(x2 - x1, 0.0)
 
 
-def box_iou(boxes1: tf.Tensor, boxes2: tf.Tensor) -> tf.Tensor:
+def box_iou(boxes1: Tensor, boxes2: Tensor) -> Tensor:
     """Pairwise intersection over union.
 
     Args:
@@ -56,25 +57,25 @@ def box_iou(boxes1: tf.Tensor, boxes2: tf.Tensor) -> tf.Tensor:
     """
     boxes1 = _checks.boxes("boxes1", boxes1)
     boxes2 = _checks.boxes("boxes2", boxes2)
-    a = tf.expand_dims(boxes1, -2)  # [..., n, 1, 4]
-    b = tf.expand_dims(boxes2, -3)  # [..., 1, m, 4]
-    top = tf.maximum(a[..., 0], b[..., 0])
-    left = tf.maximum(a[..., 1], b[..., 1])
-    bottom = tf.minimum(a[..., 2], b[..., 2])
-    right = tf.minimum(a[..., 3], b[..., 3])
-    intersection = tf.maximum(bottom - top, 0.0) * tf.maximum(right - left, 0.0)
+    a = ops.expand_dims(boxes1, -2)  # [..., n, 1, 4]
+    b = ops.expand_dims(boxes2, -3)  # [..., 1, m, 4]
+    top = ops.maximum(a[..., 0], b[..., 0])
+    left = ops.maximum(a[..., 1], b[..., 1])
+    bottom = ops.minimum(a[..., 2], b[..., 2])
+    right = ops.minimum(a[..., 3], b[..., 3])
+    intersection = ops.maximum(bottom - top, 0.0) * ops.maximum(right - left, 0.0)
     union = box_area(a) + box_area(b) - intersection
-    return tf.math.divide_no_nan(intersection, union)
+    return ops.divide_no_nan(intersection, union)
 
 
 def _centres_sizes(boxes):
-    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
+    y1, x1, y2, x2 = ops.unstack(boxes, 4, axis=-1)
     return (y1 + y2) * 0.5, (x1 + x2) * 0.5, y2 - y1, x2 - x1
 
 
 def encode_boxes(
-    boxes: tf.Tensor, anchors: tf.Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
-) -> tf.Tensor:
+    boxes: Tensor, anchors: Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
+) -> Tensor:
     """Faster R-CNN regression targets of ``boxes`` relative to ``anchors``.
 
     ``(dy, dx, dh, dw) = (wy (cy - cy_a) / h_a, wx (cx - cx_a) / w_a, wh log(h / h_a),
@@ -94,20 +95,20 @@ def encode_boxes(
     _checks.broadcastable("boxes", boxes, "anchors", anchors)
     cy, cx, h, w = _centres_sizes(boxes)
     acy, acx, ah, aw = _centres_sizes(anchors)
-    return tf.stack(
+    return ops.stack(
         [
             wy * (cy - acy) / ah,
             wx * (cx - acx) / aw,
-            wh * tf.math.log(h / ah),
-            ww * tf.math.log(w / aw),
+            wh * ops.log(h / ah),
+            ww * ops.log(w / aw),
         ],
         axis=-1,
     )
 
 
 def decode_boxes(
-    deltas: tf.Tensor, anchors: tf.Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
-) -> tf.Tensor:
+    deltas: Tensor, anchors: Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
+) -> Tensor:
     """The inverse of :func:`encode_boxes`: boxes from deltas relative to ``anchors``.
 
     The size deltas are clipped at ``BBOX_DELTA_CLIP`` (``log(1000 / 16)``) before ``exp``, as
@@ -126,15 +127,15 @@ def decode_boxes(
     anchors = _checks.boxes("anchors", anchors)
     _checks.broadcastable("deltas", deltas, "anchors", anchors)
     acy, acx, ah, aw = _centres_sizes(anchors)
-    dy, dx, dh, dw = tf.unstack(deltas, axis=-1)
+    dy, dx, dh, dw = ops.unstack(deltas, 4, axis=-1)
     cy = dy / wy * ah + acy
     cx = dx / wx * aw + acx
-    h = tf.exp(tf.minimum(dh / wh, BBOX_DELTA_CLIP)) * ah
-    w = tf.exp(tf.minimum(dw / ww, BBOX_DELTA_CLIP)) * aw
-    return tf.stack([cy - 0.5 * h, cx - 0.5 * w, cy + 0.5 * h, cx + 0.5 * w], axis=-1)
+    h = ops.exp(ops.minimum(dh / wh, BBOX_DELTA_CLIP)) * ah
+    w = ops.exp(ops.minimum(dw / ww, BBOX_DELTA_CLIP)) * aw
+    return ops.stack([cy - 0.5 * h, cx - 0.5 * w, cy + 0.5 * h, cx + 0.5 * w], axis=-1)
 
 
-def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
+def clip_boxes(boxes: Tensor, image_shape) -> Tensor:
     """Clip ``[..., 4]`` boxes to ``[0, height] x [0, width]``.
 
     Args:
@@ -142,28 +143,28 @@ def clip_boxes(boxes: tf.Tensor, image_shape) -> tf.Tensor:
             boxes' leading dimensions after adding a box axis, e.g. ``[batch, 1, 2]``).
     """
     boxes = _checks.boxes("boxes", boxes)
-    image_shape = tf.cast(image_shape, tf.float32)
+    image_shape = ops.cast(image_shape, "float32")
     height, width = image_shape[..., 0], image_shape[..., 1]
-    y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
-    return tf.stack(
+    y1, x1, y2, x2 = ops.unstack(boxes, 4, axis=-1)
+    return ops.stack(
         [
-            tf.minimum(tf.maximum(y1, 0.0), height),
-            tf.minimum(tf.maximum(x1, 0.0), width),
-            tf.minimum(tf.maximum(y2, 0.0), height),
-            tf.minimum(tf.maximum(x2, 0.0), width),
+            ops.minimum(ops.maximum(y1, 0.0), height),
+            ops.minimum(ops.maximum(x1, 0.0), width),
+            ops.minimum(ops.maximum(y2, 0.0), height),
+            ops.minimum(ops.maximum(x2, 0.0), width),
         ],
         axis=-1,
     )
 
 
-def from_coco(boxes: tf.Tensor) -> tf.Tensor:
+def from_coco(boxes: Tensor) -> Tensor:
     """COCO ``[..., (x, y, width, height)]`` -> ``[..., (y1, x1, y2, x2)]``."""
     boxes = _checks.boxes("boxes", boxes, layout="[..., 4] (x, y, w, h)")
-    x, y, w, h = tf.unstack(boxes, axis=-1)
-    return tf.stack([y, x, y + h, x + w], axis=-1)
+    x, y, w, h = ops.unstack(boxes, 4, axis=-1)
+    return ops.stack([y, x, y + h, x + w], axis=-1)
 
 
-def to_coco(boxes: tf.Tensor) -> tf.Tensor:
+def to_coco(boxes: Tensor) -> Tensor:
     """``[..., (y1, x1, y2, x2)]`` -> COCO ``[..., (x, y, width, height)]``."""
-    y1, x1, y2, x2 = tf.unstack(_checks.boxes("boxes", boxes), axis=-1)
-    return tf.stack([x1, y1, x2 - x1, y2 - y1], axis=-1)
+    y1, x1, y2, x2 = ops.unstack(_checks.boxes("boxes", boxes), 4, axis=-1)
+    return ops.stack([x1, y1, x2 - x1, y2 - y1], axis=-1)

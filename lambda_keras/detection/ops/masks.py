@@ -13,30 +13,36 @@ ROIAligned to ``M x M`` in the proposal's box (Mask R-CNN), with the same half-p
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras import _validation as v
 from lambda_keras.detection.ops import _checks
+from lambda_keras.detection.ops._checks import Tensor
 from lambda_keras.detection.ops.roi_align import _roi_align_flat
 
 __all__ = ["crop_masks", "paste_masks", "paste_masks_torchvision"]
 
 
-def _interpolation_matrix(start, end, image_size, mask_size: int) -> tf.Tensor:
+def _interpolation_matrix(start, end, image_size, mask_size: int) -> Tensor:
     """``[n, image_size, mask_size]``: weight of mask cell ``k`` at image pixel ``i`` along one
     axis, for boxes spanning ``[start, end)`` (``[n]``) along it."""
-    centres = tf.range(image_size, dtype=tf.float32) + 0.5  # [I]
+    centres = ops.arange(image_size, dtype="float32") + 0.5  # [I]
     extent = (end - start)[:, None]
     # The pixel centre in mask cells, where cell k's centre is at k.
-    pos = (centres[None, :] - start[:, None]) / tf.where(extent > 0, extent, 1.0) * mask_size - 0.5
-    cells = tf.range(mask_size, dtype=tf.float32)
-    weights = tf.maximum(1.0 - tf.abs(pos[:, :, None] - cells[None, None, :]), 0.0)
-    return tf.where(extent[:, :, None] > 0, weights, 0.0)
+    pos = (centres[None, :] - start[:, None]) / ops.where(extent > 0, extent, 1.0) * mask_size - 0.5
+    cells = ops.arange(mask_size, dtype="float32")
+    weights = ops.maximum(1.0 - ops.abs(pos[:, :, None] - cells[None, None, :]), 0.0)
+    return ops.where(extent[:, :, None] > 0, weights, 0.0)
+
+
+def _transposed(matrices: Tensor) -> Tensor:
+    """``[..., a, b]`` -> ``[..., b, a]``."""
+    return ops.swapaxes(matrices, -1, -2)
 
 
 def paste_masks(
-    masks: tf.Tensor, boxes: tf.Tensor, image_shape: tuple[int, int], threshold: float | None = 0.5
-) -> tf.Tensor:
+    masks: Tensor, boxes: Tensor, image_shape: tuple[int, int], threshold: float | None = 0.5
+) -> Tensor:
     """Paste per-box masks into the image.
 
     Args:
@@ -51,7 +57,7 @@ def paste_masks(
         A box of zero height or width pastes an empty mask.
     """
     height, width = image_shape[0], image_shape[1]
-    if not tf.is_tensor(image_shape):
+    if not ops.is_tensor(image_shape):
         height = v.positive_int("image_shape[0]", height)
         width = v.positive_int("image_shape[1]", width)
     masks = _checks.tensor("masks", masks, 3, "[n, M, M]")
@@ -59,13 +65,11 @@ def paste_masks(
     _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
     rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1])
     cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2])
-    pasted = tf.matmul(tf.matmul(rows, masks), cols, transpose_b=True)
+    pasted = ops.matmul(ops.matmul(rows, masks), _transposed(cols))
     return pasted if threshold is None else pasted >= threshold
 
 
-def paste_masks_torchvision(
-    masks: tf.Tensor, boxes: tf.Tensor, image_shape: tuple[int, int]
-) -> tf.Tensor:
+def paste_masks_torchvision(masks: Tensor, boxes: Tensor, image_shape: tuple[int, int]) -> Tensor:
     """Paste per-box masks into the image by torchvision's rule (``paste_masks_in_image``), for
     models converted from torchvision.
 
@@ -84,39 +88,40 @@ def paste_masks_torchvision(
     masks = _checks.tensor("masks", masks, 3, "[n, M, M]")
     boxes = _checks.boxes("boxes", boxes, 2, "[n, 4]")
     _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
-    padded = tf.pad(masks, [[0, 0], [1, 1], [1, 1]])
+    padded = ops.pad(masks, [[0, 0], [1, 1], [1, 1]])
     rows = _torchvision_matrix(boxes[:, 0], boxes[:, 2], image_shape[0], masks.shape[1])
     cols = _torchvision_matrix(boxes[:, 1], boxes[:, 3], image_shape[1], masks.shape[2])
-    return tf.matmul(tf.matmul(rows, padded), cols, transpose_b=True)
+    return ops.matmul(ops.matmul(rows, padded), _transposed(cols))
 
 
-def _torchvision_matrix(start, end, image_size, mask_size: int) -> tf.Tensor:
+def _torchvision_matrix(start, end, image_size, mask_size: int) -> Tensor:
     """``[n, image_size, mask_size + 2]``: torchvision's paste weights along one axis."""
     size = mask_size + 2
     centre, half = (start + end) * 0.5, (end - start) * 0.5 * (size / mask_size)
-    first = tf.cast(centre - half, tf.int32)  # truncation toward zero, as torch's .to(int64)
-    extent = tf.maximum(tf.cast(centre + half, tf.int32) - first + 1, 1)
-    offset = tf.range(image_size)[None, :] - first[:, None]  # [n, I]
-    inside = (offset >= 0) & (offset < extent[:, None])
-    scale = float(size) / tf.cast(extent, tf.float32)[:, None]
-    src = tf.maximum((tf.cast(offset, tf.float32) + 0.5) * scale - 0.5, 0.0)
-    low = tf.floor(src)
+    first = ops.cast(centre - half, "int32")  # truncation toward zero, as torch's .to(int64)
+    extent = ops.maximum(ops.cast(centre + half, "int32") - first + 1, 1)
+    offset = ops.arange(image_size, dtype="int32")[None, :] - first[:, None]  # [n, I]
+    inside = ops.logical_and(offset >= 0, offset < extent[:, None])
+    scale = float(size) / ops.cast(extent, "float32")[:, None]
+    src = ops.maximum((ops.cast(offset, "float32") + 0.5) * scale - 0.5, 0.0)
+    low = ops.floor(src)
     frac = src - low
-    low = tf.cast(low, tf.int32)
-    high = tf.minimum(low + 1, size - 1)
+    # Clipped: pixels outside the box (masked below) would index past the padded mask.
+    low = ops.minimum(ops.cast(low, "int32"), size - 1)
+    high = ops.minimum(low + 1, size - 1)
     weights = (
-        tf.one_hot(low, size) * (1.0 - frac)[..., None] + tf.one_hot(high, size) * frac[..., None]
+        ops.one_hot(low, size) * (1.0 - frac)[..., None] + ops.one_hot(high, size) * frac[..., None]
     )
-    return tf.where(inside[..., None], weights, 0.0)
+    return ops.where(inside[..., None], weights, 0.0)
 
 
 def crop_masks(
-    masks: tf.Tensor,
-    boxes: tf.Tensor,
-    mask_indices: tf.Tensor,
+    masks: Tensor,
+    boxes: Tensor,
+    mask_indices: Tensor,
     mask_size: int = 28,
     sampling_ratio: int = 2,
-) -> tf.Tensor:
+) -> Tensor:
     """ROIAlign of each box's own full-image mask to ``mask_size x mask_size`` inside the box.
 
     Args:
@@ -133,10 +138,10 @@ def crop_masks(
     mask_indices = _checks.tensor("mask_indices", mask_indices, 2, "[batch, num_boxes]", None)
     _checks.same_sizes("boxes", boxes, "mask_indices", mask_indices, axes=2)
     _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
-    shape = tf.shape(masks)
-    flat = tf.reshape(masks, [shape[0], shape[1] * shape[2] * shape[3], 1])
-    mask_indices = tf.cast(mask_indices, tf.int32)
-    ones = tf.ones_like(mask_indices)
+    shape = ops.shape(masks)
+    flat = ops.reshape(masks, (shape[0], shape[1] * shape[2] * shape[3], 1))
+    mask_indices = ops.cast(mask_indices, "int32")
+    ones = ops.ones_like(mask_indices)
     size = v.positive_int("mask_size", mask_size)
     crops = _roi_align_flat(
         flat,

@@ -19,22 +19,23 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
+from keras import ops
 
 from lambda_keras import _validation as v
 from lambda_keras.detection.ops import _checks
+from lambda_keras.detection.ops._checks import Tensor
 
 __all__ = ["assign_pyramid_levels", "multilevel_roi_align", "roi_align"]
 
 
 def roi_align(
-    features: tf.Tensor,
-    boxes: tf.Tensor,
+    features: Tensor,
+    boxes: Tensor,
     output_size: int | tuple[int, int] = 7,
     spatial_scale: float = 1.0,
     sampling_ratio: int = 2,
     aligned: bool = True,
-) -> tf.Tensor:
+) -> Tensor:
     """ROIAlign on one feature map.
 
     Args:
@@ -53,11 +54,11 @@ def roi_align(
     )
     boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
     _checks.same_sizes("features", features, "boxes", boxes, axes=1)
-    if not tf.is_tensor(spatial_scale):
+    if not ops.is_tensor(spatial_scale):
         spatial_scale = v.positive_number("spatial_scale", spatial_scale)
-    shape = tf.shape(features)
-    flat = tf.reshape(features, [shape[0], shape[1] * shape[2], shape[3]])
-    ones = tf.ones_like(boxes[..., 0], tf.int32)
+    shape = ops.shape(features)
+    flat = ops.reshape(features, (shape[0], shape[1] * shape[2], shape[3]))
+    ones = ops.ones_like(boxes[..., 0], "int32")
     return _roi_align_flat(
         flat,
         boxes * spatial_scale,
@@ -71,12 +72,12 @@ def roi_align(
 
 
 def assign_pyramid_levels(
-    boxes: tf.Tensor,
+    boxes: Tensor,
     min_level: int,
     max_level: int,
     canonical_size: float = 224.0,
     canonical_level: int = 4,
-) -> tf.Tensor:
+) -> Tensor:
     """The FPN level of each box (Lin et al., 2017, eq. 1).
 
     ``floor(canonical_level + log2(sqrt(area) / canonical_size))`` clipped to
@@ -89,23 +90,23 @@ def assign_pyramid_levels(
         ``[...]`` int32 levels.
     """
     boxes = _checks.boxes("boxes", boxes)
-    height = tf.maximum(boxes[..., 2] - boxes[..., 0], 0.0)
-    width = tf.maximum(boxes[..., 3] - boxes[..., 1], 0.0)
-    size = tf.maximum(tf.sqrt(height * width), 1e-6)
-    level = tf.floor(canonical_level + tf.math.log(size / canonical_size) / math.log(2.0) + 1e-6)
-    return tf.cast(tf.clip_by_value(level, min_level, max_level), tf.int32)
+    height = ops.maximum(boxes[..., 2] - boxes[..., 0], 0.0)
+    width = ops.maximum(boxes[..., 3] - boxes[..., 1], 0.0)
+    size = ops.maximum(ops.sqrt(height * width), 1e-6)
+    level = ops.floor(canonical_level + ops.log(size / canonical_size) / math.log(2.0) + 1e-6)
+    return ops.cast(ops.clip(level, min_level, max_level), "int32")
 
 
 def multilevel_roi_align(
-    features: dict[str, tf.Tensor],
-    boxes: tf.Tensor,
+    features: dict[str, Tensor],
+    boxes: Tensor,
     output_size: int | tuple[int, int] = 7,
     sampling_ratio: int = 2,
     aligned: bool = True,
     canonical_size: float = 224.0,
     canonical_level: int = 4,
-    valid_sizes: tf.Tensor | None = None,
-) -> tf.Tensor:
+    valid_sizes: Tensor | None = None,
+) -> Tensor:
     """ROIAlign over a feature pyramid: each box is pooled from the level
     :func:`assign_pyramid_levels` gives it.
 
@@ -134,12 +135,12 @@ def multilevel_roi_align(
             "`features` must have the same number of channels on every level (an FPN's "
             f"outputs); received {received}."
         )
-    shapes = [tf.shape(m) for m in maps]
-    flat = tf.concat(
-        [tf.reshape(m, [s[0], s[1] * s[2], s[3]]) for m, s in zip(maps, shapes, strict=True)], 1
+    shapes = [ops.shape(m) for m in maps]
+    flat = ops.concatenate(
+        [ops.reshape(m, (s[0], s[1] * s[2], s[3])) for m, s in zip(maps, shapes, strict=True)], 1
     )
-    sizes = [s[1] * s[2] for s in shapes]
-    offsets = tf.math.cumsum(tf.stack(sizes), exclusive=True)
+    sizes = _int_vector([s[1] * s[2] for s in shapes])
+    offsets = ops.cumsum(sizes) - sizes
 
     boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
     _checks.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
@@ -147,28 +148,33 @@ def multilevel_roi_align(
         assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
         - levels[0]
     )
-    scales = tf.constant([2.0**-level for level in levels], tf.float32)
-    heights = tf.gather(tf.stack([s[1] for s in shapes]), index)
-    widths = tf.gather(tf.stack([s[2] for s in shapes]), index)
+    scales = ops.convert_to_tensor([2.0**-level for level in levels], "float32")
+    heights = ops.take(_int_vector([s[1] for s in shapes]), index)
+    widths = ops.take(_int_vector([s[2] for s in shapes]), index)
     limits = None
     if valid_sizes is not None:
-        strides = tf.gather(tf.constant([2**level for level in levels], tf.int32), index)
-        valid = tf.cast(valid_sizes, tf.int32)[:, None, :]
+        strides = ops.take(ops.convert_to_tensor([2**level for level in levels], "int32"), index)
+        valid = ops.cast(valid_sizes, "int32")[:, None, :]
         limits = (
-            tf.minimum(-(-valid[..., 0] // strides), heights),
-            tf.minimum(-(-valid[..., 1] // strides), widths),
+            ops.minimum(-ops.floor_divide(-valid[..., 0], strides), heights),
+            ops.minimum(-ops.floor_divide(-valid[..., 1], strides), widths),
         )
     return _roi_align_flat(
         flat,
-        boxes * tf.gather(scales, index)[..., None],
+        boxes * ops.take(scales, index)[..., None],
         heights=heights,
         widths=widths,
         limits=limits,
-        offsets=tf.gather(offsets, index),
+        offsets=ops.take(offsets, index),
         output_size=_output_size(output_size),
         sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
         aligned=v.boolean("aligned", aligned),
     )
+
+
+def _int_vector(values) -> Tensor:
+    """``[len(values)]`` int32 from Python ints or scalar tensors (sizes known when traced)."""
+    return ops.stack([ops.convert_to_tensor(value, "int32") for value in values])
 
 
 def _pyramid_levels(features) -> list[int]:
@@ -213,16 +219,16 @@ def _axis_samples(start, end, size, bins: int, ratio: int, aligned: bool):
         start, end = start - 0.5, end - 0.5
         extent = end - start
     else:
-        extent = tf.maximum(end - start, 1.0)
-    steps = (tf.range(bins * ratio, dtype=tf.float32) + 0.5) / (bins * ratio)
+        extent = ops.maximum(end - start, 1.0)
+    steps = (ops.arange(bins * ratio, dtype="float32") + 0.5) / (bins * ratio)
     pos = start[..., None] + steps * extent[..., None]  # [b, n, S]
-    limit = tf.cast(size, tf.float32)[..., None]
-    inside = tf.cast((pos >= -1.0) & (pos <= limit), tf.float32)
-    pos = tf.minimum(tf.maximum(pos, 0.0), limit - 1.0)
-    low = tf.floor(pos)
+    limit = ops.cast(size, "float32")[..., None]
+    inside = ops.cast(ops.logical_and(pos >= -1.0, pos <= limit), "float32")
+    pos = ops.minimum(ops.maximum(pos, 0.0), limit - 1.0)
+    low = ops.floor(pos)
     frac = pos - low
-    low = tf.cast(low, tf.int32)
-    high = tf.minimum(low + 1, size[..., None] - 1)
+    low = ops.cast(low, "int32")
+    high = ops.minimum(low + 1, size[..., None] - 1)
     return low, high, (1.0 - frac) * inside, frac * inside
 
 
@@ -242,21 +248,24 @@ def _roi_align_flat(
     x_low, x_high, wx_low, wx_high = _axis_samples(
         boxes[..., 1], boxes[..., 3], limit_w, out_w, ratio, aligned
     )
-    batch, num_boxes = tf.shape(boxes)[0], tf.shape(boxes)[1]
-    channels = tf.shape(flat)[-1]
-    base = offsets[..., None, None]
+    batch, num_boxes = ops.shape(boxes)[0], ops.shape(boxes)[1]
+    positions, channels = ops.shape(flat)[1], ops.shape(flat)[2]
+    # One gather from the batch's positions: each image's positions follow the previous one's.
+    table = ops.reshape(flat, (-1, channels))
+    first = ops.arange(batch, dtype="int32")[:, None, None, None] * positions
+    base = first + offsets[..., None, None]
     row_stride = widths[..., None, None]
+    sy, sx = out_h * ratio, out_w * ratio
     out = 0.0
     for ys, wy in ((y_low, wy_low), (y_high, wy_high)):
         for xs, wx in ((x_low, wx_low), (x_high, wx_high)):
             index = base + ys[..., :, None] * row_stride + xs[..., None, :]  # [b, n, Sy, Sx]
-            values = tf.gather(flat, tf.reshape(index, [batch, -1]), batch_dims=1)
-            sy, sx = out_h * ratio, out_w * ratio
-            values = tf.reshape(values, [batch, num_boxes, sy, sx, channels])
-            weight = tf.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
+            values = ops.take(table, ops.reshape(index, (-1,)), axis=0)
+            values = ops.reshape(values, (batch, num_boxes, sy, sx, channels))
+            weight = ops.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
             out += values * weight[..., None]
     # The mean of each bin's ratio x ratio samples, in tensors of rank 4 at most (LiteRT's
     # XNNPACK delegate refuses a mean over a rank-7 tensor).
-    rows = tf.reduce_mean(tf.reshape(out, [-1, ratio, out_w, ratio * channels]), axis=1)
-    bins = tf.reduce_mean(tf.reshape(rows, [-1, out_w, ratio, channels]), axis=2)
-    return tf.reshape(bins, [batch, num_boxes, out_h, out_w, channels])
+    rows = ops.mean(ops.reshape(out, (-1, ratio, out_w, ratio * channels)), axis=1)
+    bins = ops.mean(ops.reshape(rows, (-1, out_w, ratio, channels)), axis=2)
+    return ops.reshape(bins, (batch, num_boxes, out_h, out_w, channels))

@@ -1,7 +1,8 @@
 """lambda_keras.detection.ops against torchvision's ops (an independent implementation).
 
 torchvision is not a dependency: ``pip install torch==2.14.1 torchvision==0.29.1``. The
-comparison runs in a subprocess because PyTorch must be imported before TensorFlow.
+comparison runs in a subprocess (PyTorch must be imported before TensorFlow), once per Keras
+backend.
 """
 
 import importlib.util
@@ -21,8 +22,16 @@ ROOT = Path(__file__).resolve().parents[3]
 @pytest.mark.skipif(
     importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed"
 )
-def test_ops_match_torchvision():
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+@pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
+def test_ops_match_torchvision(backend):
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "KERAS_BACKEND": backend,
+    }
     result = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=600, env=env
     )

@@ -1,102 +1,109 @@
+"""NMS's contract, on the backend this run uses: TensorFlow's kernel (``ops.nms`` there) and the
+``keras.ops`` greedy loop (``ops.greedy_nms``, what ``ops.nms`` runs on JAX and PyTorch)."""
+
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from lambda_keras.detection import ops
+from tests.backend import BACKEND, compiled, numpy
 from tests.detection.ops import reference
 from tests.detection.ops.test_boxes import _random_boxes
 
+# Both implementations where both exist; elsewhere ops.nms is the greedy loop.
+IMPLEMENTATIONS = ["nms", "greedy_nms"] if BACKEND == "tensorflow" else ["nms"]
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+def nms(request):
+    return getattr(ops, request.param)
+
+
+def kept(indices, valid):
+    return numpy(indices)[numpy(valid)].tolist()
+
 
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.7])
-def test_matches_greedy_nms(threshold):
+def test_matches_greedy_nms(nms, threshold):
     rng = np.random.default_rng(int(threshold * 10))
     boxes = _random_boxes(rng, 60, size=50.0)
     scores = rng.permutation(60).astype("float32") / 60  # distinct scores: one greedy order
-    indices, valid = ops.nms(boxes, scores, max_output_size=40, iou_threshold=threshold)
-    kept = indices.numpy()[valid.numpy()].tolist()
-    assert kept == reference.greedy_nms(boxes, scores, threshold, 40)
-    assert (indices.numpy()[~valid.numpy()] == 0).all()
+    indices, valid = nms(boxes, scores, max_output_size=40, iou_threshold=threshold)
+    assert kept(indices, valid) == reference.greedy_nms(boxes, scores, threshold, 40)
+    assert (numpy(indices)[~numpy(valid)] == 0).all()
 
 
-def test_batched_padding_score_threshold_and_xla():
+def test_batched_padding_score_threshold_and_compiled(nms):
     boxes = np.array(
         [[[0, 0, 10, 10], [0, 0, 10, 9], [20, 20, 30, 30]], [[0, 0, 1, 1]] * 3], "float32"
     )
     scores = np.array([[0.9, 0.8, 0.7], [0.1, 0.05, 0.01]], "float32")
-
-    @tf.function(jit_compile=True)
-    def run(b, s):
-        return ops.nms(b, s, max_output_size=4, iou_threshold=0.5, score_threshold=0.2)
-
+    run = compiled(lambda b, s: nms(b, s, 4, iou_threshold=0.5, score_threshold=0.2))
     indices, valid = run(boxes, scores)
-    assert indices.shape == (2, 4)
-    assert indices.numpy()[0][valid.numpy()[0]].tolist() == [0, 2]
-    assert not valid.numpy()[1].any()  # every score under the threshold: nothing, no crash
+    assert tuple(indices.shape) == (2, 4)
+    assert kept(indices[0], valid[0]) == [0, 2]
+    assert not numpy(valid)[1].any()  # every score under the threshold: nothing, no crash
 
 
 def test_batched_nms_keeps_overlapping_boxes_of_other_classes():
     boxes = np.array([[0, 0, 10, 10], [0, 0, 10, 10], [0, 0, 10, 10]], "float32")
     scores = np.array([0.9, 0.8, 0.7], "float32")
     indices, valid = ops.batched_nms(boxes, scores, [1, 2, 1], max_output_size=3)
-    assert indices.numpy()[valid.numpy()].tolist() == [0, 1]
+    assert kept(indices, valid) == [0, 1]
 
 
-def test_bad_arguments_are_named():
+def test_bad_arguments_are_named(nms):
     with pytest.raises(ValueError, match="max_output_size"):
-        ops.nms(np.zeros((2, 4)), np.zeros(2), max_output_size=0)
+        nms(np.zeros((2, 4)), np.zeros(2), max_output_size=0)
     with pytest.raises(ValueError, match="iou_threshold"):
-        ops.nms(np.zeros((2, 4)), np.zeros(2), max_output_size=2, iou_threshold=1.5)
-
-
-def kept(indices, valid):
-    return np.asarray(indices)[np.asarray(valid)].tolist()
-
-
-XLA = tf.function(
-    lambda b, s, t: ops.nms(b, s, max_output_size=5, iou_threshold=t), jit_compile=True
-)
+        nms(np.zeros((2, 4)), np.zeros(2), max_output_size=2, iou_threshold=1.5)
+    with pytest.raises(ValueError, match="`scores` must have shape"):
+        nms(np.zeros((2, 4)), np.zeros((2, 2)), max_output_size=2)
 
 
 @pytest.mark.parametrize("threshold, second", [(0.5, [0, 0, 10, 5]), (0.7, [0, 0, 10, 7])])
-def test_iou_equal_to_the_threshold_keeps_the_box(threshold, second):
+def test_iou_equal_to_the_threshold_keeps_the_box(nms, threshold, second):
     """The contract (and torchvision): dropped when the IoU is greater than the threshold."""
     boxes = np.array([[0, 0, 10, 10], second], "float32")
     scores = np.array([0.9, 0.8], "float32")
-    assert kept(*ops.nms(boxes, scores, 5, iou_threshold=threshold)) == [0, 1]
-    assert kept(*XLA(boxes, scores, threshold)) == [0, 1]
+    run = compiled(lambda b, s: nms(b, s, max_output_size=5, iou_threshold=threshold))
+    assert kept(*nms(boxes, scores, 5, iou_threshold=threshold)) == [0, 1]
+    assert kept(*run(boxes, scores)) == [0, 1]
     # A hair above the IoU, the box goes.
-    assert kept(*ops.nms(boxes, scores, 5, iou_threshold=threshold - 1e-3)) == [0]
+    assert kept(*nms(boxes, scores, 5, iou_threshold=threshold - 1e-3)) == [0]
 
 
-def test_boxes_at_or_below_zero_are_kept_and_returned():
+def test_boxes_at_or_below_zero_are_kept_and_returned(nms):
     boxes = np.array([[-20, -20, -10, -10], [5, 5, 15, 15], [0, 0, 0, 0]], "float32")
     scores = np.array([0.9, 0.8, 0.7], "float32")
-    assert kept(*ops.nms(boxes, scores, 5)) == [0, 1, 2]
-    assert kept(*XLA(boxes, scores, 0.5)) == [0, 1, 2]
+    assert kept(*nms(boxes, scores, 5)) == [0, 1, 2]
+    assert kept(*compiled(lambda b, s: nms(b, s, 5))(boxes, scores)) == [0, 1, 2]
 
 
-def test_an_inverted_box_overlaps_nothing_and_changes_no_other_box():
+def test_an_inverted_box_overlaps_nothing_and_changes_no_other_box(nms):
     first = [[10, 10, 0, 0], [20, 20, 30, 30], [21, 21, 31, 31]]
     second = [[0, 0, 10, 10], [1, 1, 11, 11], [50, 50, 60, 60]]
     boxes = np.array([first, second], "float32")
     scores = np.array([[0.5, 0.9, 0.8], [0.9, 0.8, 0.7]], "float32")
-    indices, valid = ops.nms(boxes, scores, 5)
+    indices, valid = nms(boxes, scores, 5)
     assert kept(indices[0], valid[0]) == [1, 0]  # 2 suppressed by 1 (IoU 0.68)
     assert kept(indices[1], valid[1]) == [0, 2]  # 1 suppressed by 0 (IoU 0.68)
 
 
 @pytest.mark.parametrize("shape", [(0, 4), (2, 0, 4)])
-def test_zero_boxes_give_padding(shape):
+def test_zero_boxes_give_padding(nms, shape):
     boxes, scores = np.zeros(shape, "float32"), np.zeros(shape[:-1], "float32")
-    indices, valid = ops.nms(boxes, scores, 3)
-    assert indices.shape == (*shape[:-2], 3) and not np.asarray(valid).any()
+    indices, valid = nms(boxes, scores, 3)
+    assert tuple(indices.shape) == (*shape[:-2], 3) and not numpy(valid).any()
     indices, valid = ops.batched_nms(boxes, scores, np.zeros(shape[:-1], "int32"), 3)
-    assert not np.asarray(valid).any()
+    assert not numpy(valid).any()
 
 
-def test_zero_boxes_in_a_compiled_function_of_unknown_size():
+@pytest.mark.tensorflow
+def test_zero_boxes_in_a_compiled_function_of_unknown_size(nms):
+    import tensorflow as tf
+
     run = tf.function(
-        lambda b, s: ops.nms(b, s, 3),
+        lambda b, s: nms(b, s, 3),
         jit_compile=True,
         input_signature=[tf.TensorSpec((None, 4)), tf.TensorSpec((None,))],
     )
@@ -106,13 +113,13 @@ def test_zero_boxes_in_a_compiled_function_of_unknown_size():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_matches_greedy_nms_with_inverted_and_negative_boxes(seed):
+def test_matches_greedy_nms_with_inverted_and_negative_boxes(nms, seed):
     rng = np.random.default_rng(seed)
     boxes = _random_boxes(rng, 80, size=40.0) - 20.0  # half the boxes reach below zero
     flip = rng.random(80) < 0.2
     boxes[flip] = boxes[flip][:, [2, 3, 0, 1]]  # inverted corners
     scores = rng.permutation(80).astype("float32") / 80
-    indices, valid = ops.nms(boxes, scores, max_output_size=60, iou_threshold=0.4)
+    indices, valid = nms(boxes, scores, max_output_size=60, iou_threshold=0.4)
     assert kept(indices, valid) == reference.greedy_nms(boxes, scores, 0.4, 60)
 
 
@@ -124,14 +131,14 @@ def _clustered_boxes(rng, n):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_a_score_threshold_keeps_the_decreasing_score_order(seed):
+def test_a_score_threshold_keeps_the_decreasing_score_order(nms, seed):
     """torchvision's nms on the boxes scoring above the threshold, in its (score) order."""
     rng = np.random.default_rng(seed)
     boxes = _clustered_boxes(rng, 150)
     scores = rng.permutation(150).astype("float32") / 150
     above = np.flatnonzero(scores > 0.3)
     expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 150)].tolist()
-    assert kept(*ops.nms(boxes, scores, 150, 0.5, score_threshold=0.3)) == expected
+    assert kept(*nms(boxes, scores, 150, 0.5, score_threshold=0.3)) == expected
     assert np.all(np.diff(scores[expected]) < 0) and len(expected) > 20
     # batched_nms with one class is nms; with two classes, each class's greedy NMS, merged by score.
     classes = np.zeros(150, "int32")
@@ -146,13 +153,22 @@ def test_a_score_threshold_keeps_the_decreasing_score_order(seed):
     assert kept(*ops.batched_nms(boxes, scores, classes, 150, 0.5, 0.3)) == merged
 
 
-def test_a_score_threshold_with_negative_scores_and_xla():
-    """Scores below zero and a threshold below zero: the same set and order, also under XLA."""
+def test_a_score_threshold_with_negative_scores_compiled(nms):
+    """Scores below zero and a threshold below zero: the same set and order, also compiled."""
     rng = np.random.default_rng(3)
     boxes = _clustered_boxes(rng, 150)
     scores = rng.permutation(150).astype("float32") / 150 - 0.9
     above = np.flatnonzero(scores > -0.6)
     expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 40)].tolist()
-    run = tf.function(lambda b, s: ops.nms(b, s, 40, 0.5, -0.6), jit_compile=True)
-    assert kept(*ops.nms(boxes, scores, 40, 0.5, score_threshold=-0.6)) == expected
+    run = compiled(lambda b, s: nms(b, s, 40, 0.5, -0.6))
+    assert kept(*nms(boxes, scores, 40, 0.5, score_threshold=-0.6)) == expected
     assert kept(*run(boxes, scores)) == expected
+
+
+def test_fewer_boxes_than_the_output_size_and_all_kept(nms):
+    """More slots than boxes: every box kept once, in score order, the rest padding."""
+    boxes = np.array([[0, 0, 10, 10], [20, 20, 30, 30], [40, 40, 50, 50]], "float32")
+    scores = np.array([0.2, 0.9, 0.5], "float32")
+    indices, valid = nms(boxes, scores, 8)
+    assert kept(indices, valid) == [1, 2, 0]
+    assert numpy(valid).sum() == 3 and (numpy(indices)[3:] == 0).all()

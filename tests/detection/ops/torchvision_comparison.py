@@ -1,7 +1,7 @@
 """Print the largest difference between lambda_keras.detection.ops and torchvision's ops.
 
-Run as a script (PyTorch is imported before TensorFlow). Lines: ``<op> max_diff=<float>`` or
-``<op> equal=<bool>``.
+Run as a script (PyTorch is imported before TensorFlow), on the Keras backend ``KERAS_BACKEND``
+names. Lines: ``<op> max_diff=<float>`` or ``<op> equal=<bool>``.
 """
 
 import numpy as np
@@ -128,44 +128,58 @@ def _grid_sample_paste(masks, boxes, height, width):
     return pasted[:, 0].numpy()
 
 
+def arr(x):
+    """One of lambda_keras' results, on any backend, as a NumPy array."""
+    import keras
+
+    return np.asarray(keras.ops.convert_to_numpy(x))
+
+
 def main():
     reference = torch_results()
     from lambda_keras.detection import ops
 
     for aligned in (True, False):
         features, boxes, expected = reference[f"roi_align_aligned={aligned}"]
-        got = ops.roi_align(
-            features.transpose(0, 2, 3, 1), boxes, (7, 5), 0.25, sampling_ratio=2, aligned=aligned
-        ).numpy()
+        got = arr(
+            ops.roi_align(
+                features.transpose(0, 2, 3, 1),
+                boxes,
+                (7, 5),
+                0.25,
+                sampling_ratio=2,
+                aligned=aligned,
+            )
+        )
         expected = expected.reshape(2, 16, 4, 7, 5).transpose(0, 1, 3, 4, 2)
         print(f"roi_align_aligned={aligned} max_diff={np.abs(got - expected).max():.3g}")
     a, b, expected = reference["box_iou"]
-    print(f"box_iou max_diff={np.abs(ops.box_iou(a, b).numpy() - expected).max():.3g}")
+    print(f"box_iou max_diff={np.abs(arr(ops.box_iou(a, b)) - expected).max():.3g}")
     many, scores, classes, keep, keep_cls = reference["nms"]
     indices, valid = ops.nms(many, scores, 200, 0.5)
-    print(f"nms equal={indices.numpy()[valid.numpy()].tolist() == keep.tolist()}")
+    print(f"nms equal={arr(indices)[arr(valid)].tolist() == keep.tolist()}")
     indices, valid = ops.batched_nms(many, scores, classes, 200, 0.5)
-    print(f"batched_nms equal={indices.numpy()[valid.numpy()].tolist() == keep_cls.tolist()}")
+    print(f"batched_nms equal={arr(indices)[arr(valid)].tolist() == keep_cls.tolist()}")
     many, scores, classes, keep, keep_cls = reference["nms_threshold"]
     indices, valid = ops.nms(many, scores, 150, 0.5, score_threshold=0.3)
-    print(f"nms_threshold equal={indices.numpy()[valid.numpy()].tolist() == keep.tolist()}")
+    print(f"nms_threshold equal={arr(indices)[arr(valid)].tolist() == keep.tolist()}")
     indices, valid = ops.batched_nms(many, scores, classes, 150, 0.5, score_threshold=0.3)
-    same = indices.numpy()[valid.numpy()].tolist() == keep_cls.tolist()
+    same = arr(indices)[arr(valid)].tolist() == keep_cls.tolist()
     print(f"batched_nms_threshold equal={same}")
     masks, mboxes, expected = reference["paste_masks"]
-    got = ops.paste_masks(masks, mboxes, (40, 48), threshold=None).numpy()
+    got = arr(ops.paste_masks(masks, mboxes, (40, 48), threshold=None))
     print(f"paste_masks max_diff={np.abs(got - expected).max():.3g}")
     targets, anchors, expected = reference["encode_boxes"]
-    got = ops.encode_boxes(targets, anchors, (10.0, 10.0, 5.0, 5.0)).numpy()
+    got = arr(ops.encode_boxes(targets, anchors, (10.0, 10.0, 5.0, 5.0)))
     print(f"encode_boxes max_diff={np.abs(got - expected).max():.3g}")
-    got = ops.paste_masks_torchvision(masks, mboxes, (40, 48)).numpy()
+    got = arr(ops.paste_masks_torchvision(masks, mboxes, (40, 48)))
     expected = reference["paste_masks_torchvision"]
     print(f"paste_masks_torchvision max_diff={np.abs(got - expected).max():.3g}")
     padded, expected = reference["torchvision_anchors"]
     canvas = (-(-padded[0] // 64) * 64 + 64, -(-padded[1] // 64) * 64)
     anchors, valid = ops.torchvision_anchors(canvas, [padded])
     diffs = [
-        np.abs(anchors[f"P{level}"].numpy()[0][valid[f"P{level}"].numpy()[0]] - e).max()
+        np.abs(arr(anchors[f"P{level}"])[0][arr(valid[f"P{level}"])[0]] - e).max()
         for level, e in zip(range(2, 7), expected, strict=True)
     ]
     print(f"torchvision_anchors max_diff={max(diffs):.3g}")
@@ -173,9 +187,9 @@ def main():
     canvas = RNG.normal(size=(1, 32, 40, 4)).astype("float32")
     canvas[:, :20, :24] = small.transpose(0, 2, 3, 1)
     pyramid = {"P2": canvas}
-    got = ops.multilevel_roi_align(
-        pyramid, fboxes[None], 7, aligned=False, valid_sizes=[[80, 96]]
-    ).numpy()[0]
+    got = arr(
+        ops.multilevel_roi_align(pyramid, fboxes[None], 7, aligned=False, valid_sizes=[[80, 96]])
+    )[0]
     expected = expected.transpose(0, 2, 3, 1)
     print(f"roi_align_valid_sizes max_diff={np.abs(got - expected).max():.3g}")
 
