@@ -155,7 +155,7 @@ def _photo_row(name, photo, model, serve, detect, repeats: int) -> str:
     import tensorflow as tf
 
     from lambda_keras.detection.image_size import round_up
-    from lambda_keras.detection.transform import torchvision_resize
+    from lambda_keras.detection.transform_graph import torchvision_resize
 
     tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
 

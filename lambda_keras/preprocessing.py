@@ -2,13 +2,14 @@
 
 The centre crop of evaluation (the shorter side resized, bicubic and antialiased, to
 ``size / crop_fraction``, then the central ``size x size`` square, as timm and the ResNet
-references do) and the ImageNet mean/std normalisation of ``[0, 255]`` images.
+references do) and the ImageNet mean/std normalisation of ``[0, 255]`` images. The crop runs in
+TensorFlow graphs (``tf.data``, serving) and imports TensorFlow when called; :func:`normalize`
+runs on every backend (Mask R-CNN's input).
 """
 
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 
 from lambda_keras import _validation as v
 
@@ -32,6 +33,8 @@ def check_crop_fraction(crop_fraction) -> float:
 
 def center_crop(image, size: int, crop_fraction: float):
     """Resize the shorter side to ``size / crop_fraction``, then take the central square."""
+    import tensorflow as tf
+
     shape = tf.cast(tf.shape(image)[:2], tf.float32)
     scale = size / crop_fraction / tf.reduce_min(shape)
     resized = tf.image.resize(
@@ -43,6 +46,8 @@ def center_crop(image, size: int, crop_fraction: float):
 def eval_image(image, image_size: int, crop_fraction: float = 0.875):
     """Evaluation preprocessing of one image (before normalisation): centre crop, float32 in
     ``[0, 255]``. The serving graph applies exactly this."""
+    import tensorflow as tf
+
     image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
     return tf.clip_by_value(image, 0.0, 255.0)
 

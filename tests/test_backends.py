@@ -3,8 +3,9 @@
 Keras picks its backend once per process, so the backend-neutral tests run again in a child
 pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
 (outputs and gradients, every implementation and option, mixed precision, inside ``predict``),
-a zoo model trained, saved and exchanged as a ``.keras`` file with this TensorFlow process, and
-NMS's contract and ROIAlign (eager and compiled);
+a zoo model and a Mask R-CNN (on a tiny backbone; on a LambdaResNet under ``-m slow``) trained,
+saved and exchanged as ``.keras`` files with this TensorFlow process (the detector's detections,
+losses and gradient norm equal to TensorFlow's), and NMS's contract (eager and compiled);
 under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
 registry, the timm converter and every detection op. PyTorch is not in the test extra
 (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
@@ -21,6 +22,9 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+
+from tests.backend import FAST_XLA_COMPILE
+from tests.detection import test_every_backend as detection_exchange
 
 ROOT = Path(__file__).resolve().parents[1]
 LAYER_TESTS = "tests/layers/test_lambda_layer.py::"
@@ -39,8 +43,8 @@ CORE = [
         )
     ),
     "tests/zoo/test_every_backend.py",
+    "tests/detection/test_every_backend.py",
     "tests/detection/ops/test_nms.py",
-    "tests/detection/ops/test_roi_align.py",
 ]
 EVERYTHING = [
     "tests/layers",
@@ -49,13 +53,11 @@ EVERYTHING = [
     "tests/zoo/test_convert_timm.py",
     "tests/zoo/test_weights.py",
     "tests/zoo/test_pyramid_backbone.py",
+    "tests/detection/test_every_backend.py",
     "tests/detection/ops",
 ]
 
 
-# JAX compiles every eager op for its shapes; with these flags the default child run took 33 s
-# instead of 44 s for the images and gradients reference tests (same results).
-FAST_XLA_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 # The child runs with TensorFlow unimportable: the layers, the zoo and these tests need none.
 WITHOUT_TENSORFLOW = """
 import sys
@@ -79,7 +81,8 @@ def run_child_pytest(backend: str, tests: list[str], exchange: Path, marks: str)
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
 
 
-def save_exchange_model(folder: Path) -> None:
+def save_exchange_model(folder: Path, monkeypatch) -> None:
+    from tests.detection.test_every_backend import save_detection_exchange
     from tests.zoo.model_harness import images
     from tests.zoo.test_every_backend import exchange_model
 
@@ -87,6 +90,22 @@ def save_exchange_model(folder: Path) -> None:
     x = images(batch=3, seed=4)
     model.save(folder / "tensorflow.keras")
     np.savez(folder / "tensorflow.npz", x=x, y=model.predict(x, verbose=0))
+    save_detection_exchange(folder, monkeypatch)
+
+
+def check_returned_models(folder: Path, backend: str) -> None:
+    """The models the child saved give its results here, on TensorFlow."""
+    from lambda_keras.detection import detect
+    from tests.detection.test_every_backend import assert_same_detections, photo
+
+    loaded = keras.saving.load_model(folder / f"{backend}.keras")
+    data = np.load(folder / f"{backend}.npz")
+    np.testing.assert_allclose(
+        loaded.predict(data["x"], verbose=0), data["y"], rtol=1e-4, atol=1e-5
+    )
+    detector = keras.saving.load_model(folder / f"{backend}_detector.keras")
+    expected = dict(np.load(folder / f"{backend}_detector.npz"))
+    assert_same_detections(detect(detector, photo(), image_size=64), expected)
 
 
 @pytest.mark.end_to_end
@@ -99,10 +118,14 @@ def save_exchange_model(folder: Path) -> None:
         pytest.param("torch", "everything", marks=pytest.mark.slow),
     ],
 )
-def test_layers_and_zoo_on(backend, scope, tmp_path):
+def test_layers_zoo_and_detection_on(backend, scope, tmp_path, monkeypatch):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed")
-    save_exchange_model(tmp_path)
+    # The detector on a LambdaResNet under -m slow, on the tiny backbone by default (both sides).
+    backbone = "tiny" if scope == "core" else "lambda_resnet"
+    monkeypatch.setenv("LAMBDA_KERAS_EXCHANGE_BACKBONE", backbone)
+    monkeypatch.setattr(detection_exchange, "BACKBONE", backbone)
+    save_exchange_model(tmp_path, monkeypatch)
     tests, marks = (CORE, "not slow") if scope == "core" else (EVERYTHING, "slow or not slow")
     result = run_child_pytest(backend, tests, tmp_path, marks)
     summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
@@ -110,8 +133,5 @@ def test_layers_and_zoo_on(backend, scope, tmp_path):
     assert re.search(r"\d+ passed", summary) and "failed" not in summary, summary
     # Every exchange test ran (not skipped) on the child's backend.
     assert (tmp_path / f"{backend}.keras").exists(), summary
-    loaded = keras.saving.load_model(tmp_path / f"{backend}.keras")
-    data = np.load(tmp_path / f"{backend}.npz")
-    np.testing.assert_allclose(
-        loaded.predict(data["x"], verbose=0), data["y"], rtol=1e-4, atol=1e-5
-    )
+    assert (tmp_path / f"{backend}_detector.keras").exists(), summary
+    check_returned_models(tmp_path, backend)

@@ -16,45 +16,16 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-BACKENDS = ("tensorflow", "jax")
-
-
-def backend_from_argv(argv: list[str], environ: dict) -> str | None:
-    """The backend ``--backend`` in ``argv`` asks for, checked against ``KERAS_BACKEND``.
-
-    Runs before Keras is imported (Keras reads ``KERAS_BACKEND`` once, on import). Returns the
-    flag's value, or None without the flag (``KERAS_BACKEND``, else Keras' default, applies).
-
-    Raises:
-        SystemExit: the flag contradicts ``KERAS_BACKEND``, or names no training backend.
-    """
-    value = None
-    for index, arg in enumerate(argv):
-        if arg.startswith("--backend="):
-            value = arg.split("=", 1)[1]
-        elif arg == "--backend" and index + 1 < len(argv):
-            value = argv[index + 1]
-    if value is None:
-        return None
-    if value not in BACKENDS:
-        raise SystemExit(f"--backend must be one of {', '.join(BACKENDS)}; received {value!r}.")
-    already = environ.get("KERAS_BACKEND")
-    if already and already != value:
-        raise SystemExit(
-            f"--backend={value} contradicts KERAS_BACKEND={already} in the environment; pass "
-            "one of them (or the same backend in both)."
-        )
-    return value
-
+if __package__:  # imported as training.train (tests)
+    from training import placement_flags
+else:  # run as a script: its folder is on sys.path
+    import placement_flags
 
 if __name__ == "__main__":  # before anything below imports Keras
-    _backend = backend_from_argv(sys.argv[1:], os.environ)
-    if _backend:
-        os.environ["KERAS_BACKEND"] = _backend
+    placement_flags.set_backend_from_argv()
 
 from absl import app, flags, logging  # noqa: E402
 
-from lambda_keras.training.distribute import STRATEGIES  # noqa: E402
 from lambda_keras.training.recipes import RECIPES  # noqa: E402
 from lambda_keras.training.trainer import (  # noqa: E402
     LOOPS,
@@ -145,41 +116,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         "ResNet-RS family width (1.0 = the paper's).",
         flag_values=flag_values,
     )
-    flags.DEFINE_enum(
-        "backend",
-        None,
-        list(BACKENDS),
-        "Keras backend, set before Keras is imported (default: KERAS_BACKEND, else tensorflow).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_enum(
-        "strategy",
-        DEFAULTS.strategy,
-        list(STRATEGIES),
-        "auto: all local devices (JAX: data_parallel with more than one device; TensorFlow: "
-        "a TPU with --tpu, mirrored with several GPUs). JAX: data_parallel, one_device. "
-        "TensorFlow: tpu, mirrored, multi_worker (TF_CONFIG), one_device.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "tpu",
-        None,
-        "TensorFlow TPUStrategy (legacy, TensorFlow <= 2.19 TPU VMs): TPU name, 'local' on a "
-        "TPU VM. On JAX the TPU cores are local devices: no flag needed.",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_string(
-        "coordinator_address",
-        None,
-        "JAX multi-host: host:port of process 0 (with --num_processes, --process_id).",
-        flag_values=flag_values,
-    )
-    flags.DEFINE_integer(
-        "num_processes", None, "JAX multi-host: number of hosts.", flag_values=flag_values
-    )
-    flags.DEFINE_integer(
-        "process_id", None, "JAX multi-host: this host's index.", flag_values=flag_values
-    )
+    placement_flags.define_placement_flags(flag_values, DEFAULTS.strategy)
     flags.DEFINE_enum(
         "loop",
         DEFAULTS.loop,
@@ -249,15 +186,8 @@ def main(argv):
     del argv
     FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
-    import keras
 
-    if FLAGS.backend and keras.backend.backend() != FLAGS.backend:  # imported before main ran
-        print(
-            f"error: --backend={FLAGS.backend}, but Keras was already imported on "
-            f"{keras.backend.backend()!r}.",
-            file=sys.stderr,
-        )
-        sys.exit(2)
+    placement_flags.check_imported_backend(FLAGS.backend)
     config = TrainConfig(
         **{
             field: getattr(FLAGS, field)

@@ -9,6 +9,11 @@ norm), ``--recipe=finetune`` starts from --backbone_weights with frozen batch no
 ``--weights=coco`` from torchvision's COCO Mask R-CNN (``--backbone=torchvision_resnet``: all
 but the class layers; a LambdaResNet-50 or ResNet-RS-50 backbone: its FPN, RPN and heads). A
 killed run resumes from its last epoch when started again with the same --model_dir.
+
+``--backend=jax`` trains with Keras on JAX (the TPU path: ``keras.distribution.DataParallel``
+over every local device, several hosts joined by --coordinator_address --num_processes
+--process_id), ``--backend=tensorflow`` (the default) with ``tf.distribute``; the input pipeline
+is ``tf.data`` on both, the SavedModel is written by a TensorFlow process from ``model.keras``.
 """
 
 import functools
@@ -17,20 +22,27 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from absl import app, flags, logging
+if __package__:  # imported as training.train_maskrcnn (tests)
+    from training import placement_flags
+else:  # run as a script: its folder is on sys.path
+    import placement_flags
 
-from lambda_keras import _validation as v
-from lambda_keras.detection.image_size import check_image_size
-from lambda_keras.training.detection import (
+if __name__ == "__main__":  # before anything below imports Keras
+    placement_flags.set_backend_from_argv()
+
+from absl import app, flags, logging  # noqa: E402
+
+from lambda_keras import _validation as v  # noqa: E402
+from lambda_keras.detection.image_size import check_image_size  # noqa: E402
+from lambda_keras.training.detection import (  # noqa: E402
     BACKBONES,
     RECIPES,
     DetectionConfig,
     prepare_data,
     train,
 )
-from lambda_keras.training.distribute import TENSORFLOW_STRATEGIES
-from lambda_keras.training.flag_checks import register_check
-from lambda_keras.zoo.resnet_family import DEPTHS
+from lambda_keras.training.flag_checks import register_check  # noqa: E402
+from lambda_keras.zoo.resnet_family import DEPTHS  # noqa: E402
 
 DEFAULTS = DetectionConfig()
 
@@ -86,16 +98,12 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_integer(
         "max_instances", DEFAULTS.max_instances, "Ground-truth objects per image.", flag_values=fv
     )
-    flags.DEFINE_enum(
-        "strategy",
-        DEFAULTS.strategy,
-        list(TENSORFLOW_STRATEGIES),
-        "Distribution strategy.",
-        flag_values=fv,
-    )
-    flags.DEFINE_string("tpu", None, "TPU name for --strategy=tpu.", flag_values=fv)
+    placement_flags.define_placement_flags(fv, DEFAULTS.strategy)
     flags.DEFINE_boolean(
-        "jit_compile", DEFAULTS.jit_compile, "Compile the training step with XLA.", flag_values=fv
+        "jit_compile",
+        DEFAULTS.jit_compile,
+        "Compile the training step with XLA (TensorFlow; JAX always compiles).",
+        flag_values=fv,
     )
     flags.DEFINE_string(
         "model_dir", DEFAULTS.model_dir, "Checkpoints, logs and exports.", flag_values=fv
@@ -123,6 +131,7 @@ def main(argv):
     del argv
     FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
+    placement_flags.check_imported_backend(FLAGS.backend)
     fields = DetectionConfig.__dataclass_fields__
     config = DetectionConfig(
         **{name: getattr(FLAGS, name) for name in fields if name in FLAGS},

@@ -1,40 +1,29 @@
-"""Mask R-CNN with LambdaResNet backbones (paper Table 14).
+"""Mask R-CNN with LambdaResNet backbones (paper Table 14), on every Keras 3 backend.
 
 * :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
-  (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`).
+  (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`);
+  trains with ``fit`` (its losses in ``compute_loss``) on JAX, TensorFlow and PyTorch.
 * :func:`maskrcnn_resnet50_fpn`: torchvision's COCO Mask R-CNN (``weights="coco"``), converted
   exactly: a ``MaskRCNN`` with torchvision's rules as settings
   (:mod:`lambda_keras.detection.torchvision`, :mod:`lambda_keras.detection.convert_torchvision`).
+* :func:`detect`: one photo's detections in its pixels, on any backend.
 * :mod:`lambda_keras.detection.transform`: each model's input transform (resize, pad, map back).
 * :mod:`lambda_keras.detection.ops`: boxes, anchors, ROIAlign, NMS, mask pasting.
 * :mod:`lambda_keras.detection.targets`: training targets with static shapes.
+
+TensorFlow stays where it is the point: reading COCO and labelme into ``tf.data``
+(:mod:`lambda_keras.detection.data`) and SavedModel / LiteRT export
+(:mod:`lambda_keras.detection.serving`).
 """
 
-# ruff: noqa: E402  (the backend is checked before the TensorFlow modules are imported)
-import keras
-
-from lambda_keras.detection import ops  # keras.ops: every backend
-
-if keras.backend.backend() == "tensorflow":
-    from lambda_keras.detection import targets
-    from lambda_keras.detection.fpn import FeaturePyramid
-    from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
-    from lambda_keras.detection.mask_rcnn import MaskRCNN
-    from lambda_keras.detection.schedules import WarmupStepDecay
-    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
-    from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
-else:
-
-    def __getattr__(name: str):
-        """The models still need the TensorFlow backend: their names say so when asked for."""
-        from lambda_keras.backend.requirements import require_tensorflow
-
-        if name in __all__:
-            require_tensorflow(
-                f"lambda_keras.detection.{name}", "uses TensorFlow ops", backends=("tensorflow",)
-            )
-        raise AttributeError(f"module 'lambda_keras.detection' has no attribute {name!r}")
-
+from lambda_keras.detection import ops, targets
+from lambda_keras.detection.detect import detect
+from lambda_keras.detection.fpn import FeaturePyramid
+from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
+from lambda_keras.detection.mask_rcnn import MaskRCNN
+from lambda_keras.detection.schedules import WarmupStepDecay
+from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
 
 __all__ = [
     "BoxHead",
@@ -45,6 +34,7 @@ __all__ = [
     "LetterboxTransform",
     "TorchvisionTransform",
     "WarmupStepDecay",
+    "detect",
     "maskrcnn_resnet50_fpn",
     "ops",
     "targets",

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-import tensorflow as tf
+from keras import ops as K
 
 from lambda_keras.detection import ops
+from lambda_keras.detection.ops._checks import Tensor
+from lambda_keras.detection.ops.gather import gather_rows
 
 __all__ = ["select_detections"]
 
 
 def select_detections(
-    logits: tf.Tensor,
-    deltas: tf.Tensor,
-    rois: tf.Tensor,
-    rois_valid: tf.Tensor,
+    logits: Tensor,
+    deltas: Tensor,
+    rois: Tensor,
+    rois_valid: Tensor,
     image_shape: tuple[int, int],
     *,
     max_detections: int = 100,
@@ -21,7 +23,7 @@ def select_detections(
     nms_threshold: float = 0.5,
     candidates: int = 1000,
     min_size: float = 0.0,
-) -> dict[str, tf.Tensor]:
+) -> dict[str, Tensor]:
     """Mask R-CNN's inference rule: softmax scores, class-specific boxes clipped to the image,
     scores above ``score_threshold``, per-class NMS at ``nms_threshold``, the best
     ``max_detections``. Before NMS only the ``candidates`` best (box, class) pairs are kept (a
@@ -38,37 +40,37 @@ def select_detections(
         ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] int32 (0-based labels,
         -1 for padding), "valid": [b, D] bool}`` with ``D = max_detections``, best first.
     """
-    scores = tf.nn.softmax(tf.cast(logits, tf.float32))[..., 1:]  # [b, R, C]
+    scores = K.softmax(K.cast(logits, "float32"))[..., 1:]  # [b, R, C]
     num_classes = scores.shape[-1]
-    boxes = ops.decode_boxes(tf.cast(deltas, tf.float32), rois[:, :, None, :], ops.BOX_WEIGHTS)
-    if tf.is_tensor(image_shape):
-        image_shape = tf.cast(image_shape, tf.float32)[:, None, None, :]
+    boxes = ops.decode_boxes(K.cast(deltas, "float32"), rois[:, :, None, :], ops.BOX_WEIGHTS)
+    if K.is_tensor(image_shape):
+        image_shape = K.cast(image_shape, "float32")[:, None, None, :]
     boxes = ops.clip_boxes(boxes, image_shape)
     heights, widths = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
     large_enough = (heights > min_size) & (widths > min_size)
     usable = rois_valid[..., None] & (scores > score_threshold) & large_enough
-    scores = tf.where(usable, scores, -1.0)
-    batch = tf.shape(scores)[0]
-    flat_scores = tf.reshape(scores, [batch, -1])
-    flat_boxes = tf.reshape(boxes, [batch, -1, 4])
+    scores = K.where(usable, scores, -1.0)
+    batch = K.shape(scores)[0]
+    flat_scores = K.reshape(scores, (batch, -1))
+    flat_boxes = K.reshape(boxes, (batch, -1, 4))
     k = min(candidates, int(flat_scores.shape[1]))
-    top = tf.math.top_k(flat_scores, k)
-    classes = top.indices % num_classes
-    top_boxes = tf.gather(flat_boxes, top.indices, batch_dims=1)
+    top_scores, top_indices = K.top_k(flat_scores, k)
+    classes = top_indices % num_classes
+    top_boxes = gather_rows(flat_boxes, top_indices)
     d = min(max_detections, k)
-    keep, valid = ops.batched_nms(top_boxes, top.values, classes, d, nms_threshold, 0.0)
+    keep, valid = ops.batched_nms(top_boxes, top_scores, classes, d, nms_threshold, 0.0)
     result = {
-        "boxes": tf.where(valid[..., None], tf.gather(top_boxes, keep, batch_dims=1), 0.0),
-        "scores": tf.where(valid, tf.gather(top.values, keep, batch_dims=1), 0.0),
-        "classes": tf.where(valid, tf.gather(classes, keep, batch_dims=1), -1),
+        "boxes": K.where(valid[..., None], gather_rows(top_boxes, keep), 0.0),
+        "scores": K.where(valid, gather_rows(top_scores, keep), 0.0),
+        "classes": K.where(valid, gather_rows(classes, keep), -1),
         "valid": valid,
     }
     if d < max_detections:
         pad = [[0, 0], [0, max_detections - d]]
         result = {
-            "boxes": tf.pad(result["boxes"], pad + [[0, 0]]),
-            "scores": tf.pad(result["scores"], pad),
-            "classes": tf.pad(result["classes"], pad, constant_values=-1),
-            "valid": tf.pad(result["valid"], pad),
+            "boxes": K.pad(result["boxes"], pad + [[0, 0]]),
+            "scores": K.pad(result["scores"], pad),
+            "classes": K.pad(result["classes"], pad, constant_values=-1),
+            "valid": K.pad(result["valid"], pad),
         }
     return result

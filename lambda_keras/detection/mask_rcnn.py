@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 
 import keras
-import tensorflow as tf
+from keras import ops as K
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops, targets
@@ -48,6 +48,8 @@ from lambda_keras.detection.detections import select_detections
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
 from lambda_keras.detection.image_size import SIZE_MULTIPLE, check_image_size
+from lambda_keras.detection.ops._checks import Tensor
+from lambda_keras.detection.ops.sizes import ceil_divide
 from lambda_keras.detection.proposals import generate_proposals
 from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
 from lambda_keras.detection.valid_region import zero_outside
@@ -69,8 +71,8 @@ class _View:
     multiple, that padded size ``[b, 2]`` (None: nothing is zeroed)."""
 
     canvas: tuple[int, int]
-    image_sizes: tf.Tensor | None
-    padded: tf.Tensor | None
+    image_sizes: Tensor | None
+    padded: Tensor | None
 
     @property
     def clip_to(self):
@@ -78,10 +80,10 @@ class _View:
 
 
 def smooth_l1(diff, beta: float):
-    diff = tf.abs(diff)
+    diff = K.abs(diff)
     if beta == 0:
         return diff
-    return tf.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
+    return K.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta)
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
@@ -164,8 +166,10 @@ class MaskRCNN(keras.Model):
         self.rpn_head = RPNHead(len(ops.DEFAULT_ASPECT_RATIOS), fpn_channels, name="rpn_head")
         self.box_head = BoxHead(num_classes, box_head_units, name="box_head")
         self.mask_head = MaskHead(num_classes, mask_head_channels, name="mask_head")
+        # Each loss's mean over the epoch, beside Keras' own "loss" (their sum).
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in LOSS_NAMES}
-        self.total_tracker = keras.metrics.Mean(name="loss")
+        # The random sampling of anchors and RoIs (a variable: stateless steps on JAX).
+        self.sampling_seed = keras.random.SeedGenerator(name="sampling_seed")
 
     # ------------------------------------------------------------------ building
     def build(self, input_shape):
@@ -175,7 +179,7 @@ class MaskRCNN(keras.Model):
             input_shape = input_shape["images"]
         channels = input_shape[-1] if input_shape and input_shape[-1] else 3
         side = SIZE_MULTIPLE
-        self.call(tf.zeros((1, side, side, channels), self.compute_dtype))
+        self.call(K.zeros((1, side, side, channels), self.compute_dtype))
         self.built = True
 
     def get_build_config(self):
@@ -220,9 +224,9 @@ class MaskRCNN(keras.Model):
         canvas = _static_image_size(images)
         if image_sizes is None:
             return _View(canvas, None, None)
-        image_sizes = tf.minimum(tf.cast(image_sizes, tf.int32), tf.constant(canvas, tf.int32))
+        image_sizes = K.minimum(K.cast(image_sizes, "int32"), K.convert_to_tensor(canvas, "int32"))
         multiple = None if self.transform is None else self.transform.size_divisible
-        padded = None if multiple is None else -(-image_sizes // multiple) * multiple
+        padded = None if multiple is None else ceil_divide(image_sizes, multiple) * multiple
         return _View(canvas, image_sizes, padded)
 
     def pyramid_features(self, inputs, training: bool = False) -> dict:
@@ -232,12 +236,12 @@ class MaskRCNN(keras.Model):
         return self._features(images, self._view(images, image_sizes), training)
 
     def _features(self, images, view: _View, training):
-        x = normalize(tf.cast(images, self.compute_dtype))
+        x = normalize(K.cast(images, self.compute_dtype))
         if not _takes_valid_sizes(self.backbone):
             return self.fpn(self.backbone(x, training=training))
         padded = view.padded
         if padded is None:  # every image fills the batch
-            padded = tf.tile(tf.constant([view.canvas], tf.int32), [tf.shape(images)[0], 1])
+            padded = K.tile(K.convert_to_tensor([view.canvas], "int32"), (K.shape(images)[0], 1))
         else:
             x = zero_outside(x, view.image_sizes, 1)
         features = self.backbone({"images": x, "valid_sizes": padded}, training=training)
@@ -261,13 +265,12 @@ class MaskRCNN(keras.Model):
         if self.anchor_rule == "centres":
             return ops.pyramid_anchors(view.canvas), None
         if view.image_sizes is None:  # every image fills the batch: one set of anchors
-            anchors, _ = ops.torchvision_anchors(view.canvas, tf.constant([view.canvas]))
+            anchors, _ = ops.torchvision_anchors(view.canvas, K.convert_to_tensor([view.canvas]))
             return {level: boxes[0] for level, boxes in anchors.items()}, None
         sizes = view.image_sizes if view.padded is None else view.padded
         return ops.torchvision_anchors(view.canvas, sizes)
 
-    def _proposals(self, features, view: _View, training):
-        objectness, deltas = self.rpn_head(features)
+    def _proposals(self, objectness, deltas, view: _View, training):
         anchors, valid = self._anchors(view)
         pre, post = self.rpn_top_k[:2] if training else self.rpn_top_k[2:]
         proposals = generate_proposals(
@@ -280,14 +283,23 @@ class MaskRCNN(keras.Model):
             min_size=self.proposal_min_size,
             anchors_valid=valid,
         )
-        return objectness, deltas, anchors, proposals
+        return anchors, proposals
 
     # ------------------------------------------------------------------ inference
     def call(self, inputs, training=False):
+        """Detections (``training=False``): ``{"boxes": [b, D, 4], "scores": [b, D],
+        "classes": [b, D], "valid": [b, D], "masks": [b, D, 28, 28]}``. With
+        ``training=True``, the first stage that :meth:`compute_loss` continues from:
+        ``{"features": the FPN's maps, "objectness": [b, n], "rpn_deltas": [b, n, 4]}``."""
         images, image_sizes = _split(inputs)
         view = self._view(images, image_sizes)
-        features = self._features(images, view, training)
-        _, _, _, (rois, rois_valid) = self._proposals(features, view, training=False)
+        first = self._first_stage(images, view, training)
+        if training:
+            return first
+        features = first["features"]
+        _, (rois, rois_valid) = self._proposals(
+            first["objectness"], first["rpn_deltas"], view, training=False
+        )
         logits, deltas = self.box_head(self._roi_features(features, rois, 7, view))
         detections = select_detections(
             logits,
@@ -302,24 +314,74 @@ class MaskRCNN(keras.Model):
         )
         boxes = detections["boxes"]
         mask_logits = self.mask_head(self._roi_features(features, boxes, 14, view))
-        masks = _pick_class(mask_logits, tf.maximum(detections["classes"], 0))
-        detections["masks"] = tf.sigmoid(tf.cast(masks, tf.float32))
+        masks = _pick_class(mask_logits, K.maximum(detections["classes"], 0))
+        detections["masks"] = K.sigmoid(K.cast(masks, "float32"))
         return detections
 
-    # ------------------------------------------------------------------ training
-    def compute_losses(self, images, y, training: bool = True) -> dict[str, tf.Tensor]:
-        """The five losses of a batch (each a float32 scalar)."""
-        gt_boxes = tf.cast(y["boxes"], tf.float32)
-        gt_classes = tf.cast(y["classes"], tf.int32)
-        view = self._view(images, None)
+    def _first_stage(self, images, view: _View, training) -> dict:
         features = self._features(images, view, training)
-        objectness, deltas, anchors, (proposals, valid) = self._proposals(
-            features, view, training=True
+        objectness, deltas = self.rpn_head(features)
+        return {"features": features, "objectness": objectness, "rpn_deltas": deltas}
+
+    # ------------------------------------------------------------------ training
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """The training loss of a batch, Keras' hook on every backend (``fit`` and
+        ``evaluate``): the sum of the five losses of :meth:`compute_losses` (each also goes to
+        its ``<name>_loss`` metric) and of any loss the layers added.
+
+        Args:
+            x: ``[b, H, W, 3]`` images.
+            y: ``{"boxes": [b, G, 4], "classes": [b, G], "masks": [b, G, M, M]}``
+                (:mod:`lambda_keras.detection.targets`).
+            y_pred: This model's output on ``x``: the first stage (``training=True``), or
+                detections (in ``evaluate``; the first stage is then run again).
+        """
+        if not isinstance(y, dict) or not {"boxes", "classes", "masks"} <= set(y):
+            received = sorted(y) if isinstance(y, dict) else type(y).__name__
+            raise ValueError(
+                "MaskRCNN trains on (images, {'boxes': [b, G, 4], 'classes': [b, G], 'masks': "
+                f"[b, G, M, M]}}); received targets {received}."
+            )
+        if not (isinstance(y_pred, dict) and "objectness" in y_pred):
+            y_pred = self._first_stage(x, self._view(x, None), training=False)
+        losses = self._all_losses(x, y, y_pred)
+        for name, value in losses.items():
+            self.loss_trackers[name].update_state(value)
+        total = sum(losses.values())
+        for loss in self.losses:  # weight regularizers, add_loss
+            total = total + K.cast(loss, "float32")
+        return total
+
+    def compute_losses(self, images, y, training: bool = True) -> dict[str, Tensor]:
+        """The five losses of a batch (each a float32 scalar), from the images on: what
+        :meth:`compute_loss` sums."""
+        first = self._first_stage(images, self._view(images, None), training)
+        return self._all_losses(images, y, first)
+
+    def _all_losses(self, images, y, first: dict) -> dict[str, Tensor]:
+        gt_boxes = K.cast(y["boxes"], "float32")
+        gt_classes = K.cast(y["classes"], "int32")
+        view = self._view(images, None)
+        features = first["features"]
+        anchors, (proposals, valid) = self._proposals(
+            first["objectness"], first["rpn_deltas"], view, training=True
         )
-        all_anchors = tf.concat(list(anchors.values()), 0)
-        losses = _rpn_losses(objectness, deltas, all_anchors, gt_boxes, gt_classes)
+        all_anchors = K.concatenate(list(anchors.values()), 0)
+        losses = _rpn_losses(
+            first["objectness"],
+            first["rpn_deltas"],
+            all_anchors,
+            gt_boxes,
+            gt_classes,
+            self.sampling_seed,
+        )
         sampled = targets.sample_rois(
-            proposals, valid, gt_boxes, gt_classes, batch_size_per_image=self.rois_per_image
+            proposals,
+            valid,
+            gt_boxes,
+            gt_classes,
+            batch_size_per_image=self.rois_per_image,
+            seed=self.sampling_seed,
         )
         logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7, view))
         losses.update(_box_head_losses(logits, box_deltas, sampled))
@@ -332,45 +394,19 @@ class MaskRCNN(keras.Model):
     def _mask_loss(self, features, view, sampled, y, gt_boxes):
         f = sampled.num_foreground
         rois, classes = sampled.rois[:, :f], sampled.classes[:, :f]
-        foreground = tf.cast(classes > 0, tf.float32)
+        foreground = K.cast(classes > 0, "float32")
         logits = self.mask_head(self._roi_features(features, rois, 14, view))
-        logits = tf.cast(_pick_class(logits, tf.maximum(classes - 1, 0)), tf.float32)
+        logits = K.cast(_pick_class(logits, K.maximum(classes - 1, 0)), "float32")
         mask_targets = targets.crop_instance_masks(
-            tf.cast(y["masks"], tf.float32),
-            gt_boxes,
+            K.cast(y["masks"], "float32"),
+            K.cast(y["mask_boxes"], "float32") if "mask_boxes" in y else gt_boxes,
             rois,
             sampled.matched[:, :f],
             mask_size=int(logits.shape[-1]),
         )
-        bce = tf.nn.sigmoid_cross_entropy_with_logits(labels=mask_targets, logits=logits)
-        per_roi = tf.reduce_mean(bce, [-2, -1])
-        return tf.reduce_sum(per_roi * foreground) / tf.maximum(tf.reduce_sum(foreground), 1.0)
-
-    def train_step(self, data):
-        images, y = data[0], data[1]
-        with tf.GradientTape() as tape:
-            losses = self.compute_losses(images, y, training=True)
-            total = tf.add_n(list(losses.values()))
-            if self.losses:
-                total += tf.add_n([tf.cast(loss, tf.float32) for loss in self.losses])
-            scaled = self.optimizer.scale_loss(total)
-        grads = tape.gradient(scaled, self.trainable_variables)
-        self.optimizer.apply(grads, self.trainable_variables)
-        return self._update_trackers(losses, total)
-
-    def test_step(self, data):
-        losses = self.compute_losses(data[0], data[1], training=False)
-        return self._update_trackers(losses, tf.add_n(list(losses.values())))
-
-    def _update_trackers(self, losses, total):
-        for name, value in losses.items():
-            self.loss_trackers[name].update_state(value)
-        self.total_tracker.update_state(total)
-        return {m.name: m.result() for m in self.metrics}
-
-    @property
-    def metrics(self):
-        return [self.total_tracker, *self.loss_trackers.values()]
+        bce = K.binary_crossentropy(mask_targets, logits, from_logits=True)
+        per_roi = K.mean(bce, axis=(-2, -1))
+        return K.sum(per_roi * foreground) / K.maximum(K.sum(foreground), 1.0)
 
     def get_config(self):
         return {
@@ -476,13 +512,14 @@ def _check_inputs(inputs: dict) -> dict:
         )
     images = inputs["images"]
     _check_images(tuple(images.shape))
-    sizes = tf.convert_to_tensor(inputs["image_sizes"])
-    if sizes.shape.rank != 2 or sizes.shape[-1] != 2 or not sizes.dtype.is_integer:
+    sizes = K.convert_to_tensor(inputs["image_sizes"])
+    dtype = keras.backend.standardize_dtype(sizes.dtype)
+    if len(sizes.shape) != 2 or sizes.shape[-1] != 2 or "int" not in dtype:
         raise ValueError(
             "`image_sizes` must be integers [batch, 2], each image's (height, width) inside "
-            f"the batch; received {sizes.dtype.name} of shape {tuple(sizes.shape)}."
+            f"the batch; received {dtype} of shape {tuple(sizes.shape)}."
         )
-    return {"images": images, "image_sizes": tf.cast(sizes, tf.int32)}
+    return {"images": images, "image_sizes": K.cast(sizes, "int32")}
 
 
 def _check_images(shape: tuple) -> None:
@@ -516,34 +553,35 @@ def _static_image_size(images) -> tuple[int, int]:
 
 def _pick_class(mask_logits, classes):
     """``[b, R, m, m, C]`` and ``[b, R]`` class indices -> ``[b, R, m, m]``."""
-    one_hot = tf.one_hot(classes, mask_logits.shape[-1], dtype=mask_logits.dtype)
-    return tf.reduce_sum(mask_logits * one_hot[:, :, None, None, :], -1)
+    one_hot = K.one_hot(classes, mask_logits.shape[-1], dtype=mask_logits.dtype)
+    return K.sum(mask_logits * one_hot[:, :, None, None, :], -1)
 
 
-def _rpn_losses(objectness, deltas, anchors, gt_boxes, gt_classes):
-    labels, weights, target_deltas = targets.rpn_targets(anchors, gt_boxes, gt_classes)
-    objectness = tf.cast(objectness, tf.float32)
-    count = tf.maximum(tf.reduce_sum(weights), 1.0)
-    bce = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=objectness)
-    box = tf.reduce_sum(smooth_l1(tf.cast(deltas, tf.float32) - target_deltas, 1 / 9), -1)
+def _rpn_losses(objectness, deltas, anchors, gt_boxes, gt_classes, seed):
+    labels, weights, target_deltas = targets.rpn_targets(anchors, gt_boxes, gt_classes, seed=seed)
+    objectness = K.cast(objectness, "float32")
+    count = K.maximum(K.sum(weights), 1.0)
+    bce = K.binary_crossentropy(labels, objectness, from_logits=True)
+    box = K.sum(smooth_l1(K.cast(deltas, "float32") - target_deltas, 1 / 9), -1)
     return {
-        "rpn_objectness": tf.reduce_sum(bce * weights) / count,
-        "rpn_box": tf.reduce_sum(box * labels) / count,
+        "rpn_objectness": K.sum(bce * weights) / count,
+        "rpn_box": K.sum(box * labels) / count,
     }
 
 
 def _box_head_losses(logits, deltas, sampled: targets.RoiTargets):
-    valid = tf.cast(sampled.valid, tf.float32)
-    count = tf.maximum(tf.reduce_sum(valid), 1.0)
-    ce = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=sampled.classes, logits=tf.cast(logits, tf.float32)
+    valid = K.cast(sampled.valid, "float32")
+    count = K.maximum(K.sum(valid), 1.0)
+    ce = K.sparse_categorical_crossentropy(
+        sampled.classes, K.cast(logits, "float32"), from_logits=True
     )
-    foreground = tf.cast(sampled.classes > 0, tf.float32)
-    chosen = tf.gather(
-        tf.cast(deltas, tf.float32), tf.maximum(sampled.classes - 1, 0), batch_dims=2
-    )
-    box = tf.reduce_sum(smooth_l1(chosen - sampled.deltas, 1 / 9), -1)
+    foreground = K.cast(sampled.classes > 0, "float32")
+    deltas = K.cast(deltas, "float32")  # [b, R, C, 4]
+    picked = K.maximum(sampled.classes - 1, 0)[:, :, None, None]
+    picked = K.broadcast_to(picked, (*K.shape(picked)[:2], 1, 4))
+    chosen = K.take_along_axis(deltas, picked, axis=2)[:, :, 0]
+    box = K.sum(smooth_l1(chosen - sampled.deltas, 1 / 9), -1)
     return {
-        "classification": tf.reduce_sum(ce * valid) / count,
-        "box": tf.reduce_sum(box * foreground) / count,
+        "classification": K.sum(ce * valid) / count,
+        "box": K.sum(box * foreground) / count,
     }

@@ -14,6 +14,10 @@ evaluation); without it the model's own transform, e.g. torchvision's for
 an 832 x 1344 batch or 1344 x 832 when the photo stands upright, masks pasted by torchvision's
 rule). A model with ``categories`` (COCO's) also gets ``labels.json`` (``category_ids`` and
 ``class_names`` per class, the training script's format) in the SavedModel directory.
+
+The serving graph is TensorFlow's: with Keras on JAX or PyTorch, :func:`export_detector` saves
+the model to a ``.keras`` file that a TensorFlow-backend process exports
+(:func:`export_detector_keras_file`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,17 @@ import tempfile
 import keras
 import tensorflow as tf
 
-__all__ = ["export_detector", "export_detector_litert"]
+from lambda_keras.backend.tensorflow_child import run_on_tensorflow
+from lambda_keras.detection import transform_graph
+from lambda_keras.detection.detect import outputs
+from lambda_keras.detection.image_size import check_image_size
+
+__all__ = [
+    "export_detector",
+    "export_detector_keras_file",
+    "export_detector_litert",
+    "export_detector_onnx",
+]
 
 
 def export_detector(model: keras.Model, path: str, image_size: int | None = None) -> str:
@@ -38,6 +52,12 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
             that its longer side is ``image_size``, then padded to a square. None for a model
             that carries its own transform (torchvision's).
     """
+    if keras.backend.backend() != "tensorflow":
+        _check_model_and_path(model, path)
+        with tempfile.TemporaryDirectory() as folder:
+            keras_path = os.path.join(folder, "model.keras")
+            model.save(keras_path)
+            return export_detector_keras_file(keras_path, path, image_size)
     _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
     categories = getattr(model, "categories", None)
     if categories:  # a converted COCO model: its classes' COCO ids and names beside it
@@ -47,6 +67,21 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
         }
         with open(os.path.join(path, "labels.json"), "w") as f:
             json.dump(labels, f)
+    return path
+
+
+def export_detector_keras_file(keras_path: str, path: str, image_size: int | None = None) -> str:
+    """:func:`export_detector` of the detector in the ``.keras`` file ``keras_path``, from any
+    Keras backend: in this process on TensorFlow, else in a child process running Keras on
+    TensorFlow. Returns ``path``.
+
+    Raises:
+        RuntimeError: the child process failed; its error output is in the message.
+    """
+    if keras.backend.backend() == "tensorflow":
+        return export_detector(keras.saving.load_model(keras_path), path, image_size)
+    args = [keras_path, path, image_size or 0]
+    run_on_tensorflow(__name__, args, f"Exporting {keras_path}")
     return path
 
 
@@ -63,7 +98,7 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
     ``path`` (``.tflite``) of TensorFlow Lite's built-in ops only; returns ``path``.
 
     A torchvision model's resized sides are computed in integers here (LiteRT has no float64
-    kernels; see :func:`~lambda_keras.detection.transform.torchvision_resize`).
+    kernels; see :func:`~lambda_keras.detection.transform_graph.torchvision_resize`).
     """
     if not str(path).endswith(".tflite"):
         raise ValueError(f"`path` must end in .tflite; received {path!r}.")
@@ -78,11 +113,55 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
     return path
 
 
-def _detect_function(model, path, image_size, float64: bool):
+def export_detector_onnx(
+    model: keras.Model,
+    path: str,
+    image_size: int | None = None,
+    canvas: tuple[int, int] | None = None,
+) -> str:
+    """Write the model itself on one fixed canvas as an ONNX file ``path``; returns ``path``.
+
+    Keras' own ONNX export (``model.export(format="onnx")``, tf2onnx) of the model's call: the
+    input is the transformed photo (``images [1, H, W, 3]`` float32, and ``image_sizes [1, 2]``
+    int32 for a model whose transform pads each image: torchvision's), the outputs are the
+    model's (``boxes``, ``scores``, ``classes``, ``valid``, ``masks [1, D, 28, 28]`` in their
+    boxes). The resize before and the pasting after stay outside, as
+    :func:`~lambda_keras.detection.detect` does them (``transform.resized_size``,
+    ``transform.to_photo``). Needs ``tf2onnx`` and ``onnx``; Keras on TensorFlow.
+
+    Args:
+        image_size: As in :func:`export_detector`.
+        canvas: ``(H, W)``, multiples of 64; default the transform's first (landscape) one.
+    """
+    _check_model_and_path(model, path)
+    if keras.backend.backend() != "tensorflow":
+        raise ValueError(
+            "export_detector_onnx exports through tf2onnx with Keras on TensorFlow; this process "
+            f"runs Keras on {keras.backend.backend()!r} (save a .keras file and export it there)."
+        )
+    transform = model.input_transform(image_size)
+    canvas = tuple(canvas) if canvas is not None else transform.canvases((1, 1))[0][0]
+    if len(canvas) != 2 or any(check_image_size(side, "canvas") != side for side in canvas):
+        raise ValueError(f"`canvas` must be (height, width); received {canvas!r}.")
+    images = keras.InputSpec(shape=(1, *canvas, 3), dtype="float32")
+    if transform.size_divisible is None:  # the letterbox: the image fills its square
+        signature = [images]
+    else:
+        sizes = keras.InputSpec(shape=(1, 2), dtype="int32")
+        signature = [{"images": images, "image_sizes": sizes}]
+    model.export(str(path), format="onnx", input_signature=signature, verbose=False)
+    return str(path)
+
+
+def _check_model_and_path(model, path) -> None:
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
+
+
+def _detect_function(model, path, image_size, float64: bool):
+    _check_model_and_path(model, path)
     transform = model.input_transform(image_size)
 
     def on_canvas(resized, size, canvas):
@@ -91,7 +170,7 @@ def _detect_function(model, path, image_size, float64: bool):
 
     def detect(image):
         shape = tf.shape(image)[:2]
-        resized, size = transform.resize(image, float64=float64)
+        resized, size = transform_graph.resize(transform, image, float64=float64)
         canvases, first = transform.canvases(size)
         if len(canvases) == 1:
             out = on_canvas(resized, size, canvases[0])
@@ -102,19 +181,17 @@ def _detect_function(model, path, image_size, float64: bool):
                 lambda: on_canvas(resized, size, canvases[1]),
             )
         boxes, masks = transform.to_photo(out["boxes"][0], out["masks"][0], size, shape)
-        return _outputs(out, boxes, masks)
+        return outputs(out, boxes, masks)
 
     return detect
 
 
-def _outputs(out: dict, boxes, masks) -> dict:
-    """The signature's outputs from the model's ``out`` (a batch of one) with ``boxes`` and
-    bool ``masks`` already in the photo's pixels; padding zeroed."""
-    valid = out["valid"][0]
-    return {
-        "boxes": tf.where(valid[:, None], boxes, 0.0),
-        "scores": out["scores"][0],
-        "classes": out["classes"][0],
-        "masks": tf.cast(masks & valid[:, None, None], tf.uint8),
-        "num_detections": tf.reduce_sum(tf.cast(valid, tf.int32)),
-    }
+if __name__ == "__main__":  # export_detector_keras_file's child: KERAS_PATH EXPORT_DIR SIZE
+    import sys
+
+    import lambda_keras  # noqa: F401  (registers the layers)
+    import lambda_keras.detection  # noqa: F401
+
+    keras_path, export_dir, size = sys.argv[1:]
+    model = keras.saving.load_model(keras_path)
+    export_detector(model, export_dir, int(size) or None)

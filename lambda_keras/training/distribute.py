@@ -76,6 +76,15 @@ class Placement:
         """The scope to build the model and optimizer in."""
         return self.strategy.scope() if self.strategy is not None else self.run_scope()
 
+    def check_batch_size(self, batch_size: int) -> None:
+        """Raise ``ValueError`` unless the global ``batch_size`` splits evenly over the
+        replicas."""
+        if batch_size % self.replicas:
+            raise ValueError(
+                f"--batch_size={batch_size} does not split evenly over the {self.replicas} "
+                f"devices of this run; pass a multiple of {self.replicas}."
+            )
+
     def run_scope(self):
         """The scope to build, train and evaluate in (JAX); nothing on TensorFlow."""
         if self.distribution is None:

@@ -15,7 +15,6 @@ through a ``.keras`` file by a TensorFlow-backend process (:func:`export_keras_f
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -23,6 +22,7 @@ import keras
 import tensorflow as tf
 
 from lambda_keras import _validation as v
+from lambda_keras.backend.tensorflow_child import run_on_tensorflow
 from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
 
 __all__ = ["export_for_serving", "export_keras_file"]
@@ -93,13 +93,9 @@ def export_keras_file(
     if keras.backend.backend() == "tensorflow":
         model = keras.saving.load_model(keras_path)
         return export_for_serving(model, path, image_size, crop_fraction)
-    env = {**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
-    command = [sys.executable, "-m", __name__, str(keras_path), str(path), str(image_size)]
-    done = subprocess.run(command + [str(crop_fraction)], capture_output=True, text=True, env=env)
-    if done.returncode != 0:
-        raise RuntimeError(
-            f"Exporting {keras_path} on the TensorFlow backend failed:\n{done.stderr[-3000:]}"
-        )
+    run_on_tensorflow(
+        __name__, [keras_path, path, image_size, crop_fraction], f"Exporting {keras_path}"
+    )
     return path
 
 

@@ -200,11 +200,7 @@ def train(config: TrainConfig) -> dict:
         config.num_processes,
         config.process_id,
     )
-    if config.batch_size % placement.replicas:
-        raise ValueError(
-            f"--batch_size={config.batch_size} does not split evenly over the "
-            f"{placement.replicas} devices of this run; pass a multiple of {placement.replicas}."
-        )
+    placement.check_batch_size(config.batch_size)
     with placement.run_scope():
         return _train(config, placement)
 

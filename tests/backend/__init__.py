@@ -74,3 +74,68 @@ def compiled(function: Callable) -> Callable:
 
         return jax.jit(function)
     return function
+
+
+def values_and_gradients(
+    losses: Callable[[], dict], variables: Sequence[keras.Variable]
+) -> tuple[dict[str, float], list[np.ndarray]]:
+    """``losses()``'s values (a dict of scalars) and the gradient of their sum with respect to
+    ``variables``, as NumPy; compiled on JAX (``jax.jit``: a whole model op by op is slow)."""
+    if BACKEND == "jax":
+        import jax
+
+        def total(values):
+            with keras.StatelessScope(state_mapping=list(zip(variables, values, strict=True))):
+                parts = losses()
+            return sum(parts.values()), parts
+
+        step = jax.jit(jax.value_and_grad(total, has_aux=True))
+        (_, parts), grads = step([v.value for v in variables])
+        return {k: float(numpy(p)) for k, p in parts.items()}, [numpy(g) for g in grads]
+    parts = {}
+
+    def total():
+        parts.update(losses())
+        return sum(parts.values())
+
+    grads = gradients(total, variables)
+    return {k: float(numpy(p)) for k, p in parts.items()}, grads
+
+
+# JAX compiles every eager op for its shapes, and the tests' tensors are tiny: XLA's compile
+# time is the cost, not the code it makes (the default child run took 33 s instead of 44 s).
+FAST_XLA_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+
+
+def child_env(backend: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a child process of the tests: this checkout on ``PYTHONPATH``,
+    TensorFlow quiet, Keras on ``backend`` (None: the child's default)."""
+    import os
+    from pathlib import Path
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        **extra,
+    }
+    env.pop("KERAS_BACKEND", None)
+    if backend is not None:
+        env["KERAS_BACKEND"] = backend
+    return env
+
+
+def run_script_on_jax(script: str, *args: str, devices: int = 2, timeout: int = 1200) -> str:
+    """``python training/<script> --backend=jax *args`` over ``devices`` CPU devices; returns
+    its output (the run must succeed)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    flags = f"--xla_force_host_platform_device_count={devices} {FAST_XLA_COMPILE}"
+    env = child_env(XLA_FLAGS=flags)
+    command = [sys.executable, str(root / "training" / script), "--backend=jax", *args]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout

@@ -2,12 +2,14 @@
 a small size) is exported without ``image_size`` and gives, for photos of every orientation,
 what the model gives on the transform's input, mapped back into the photo."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection import MaskRCNN, TorchvisionTransform
-from lambda_keras.detection.serving import export_detector
+from lambda_keras.detection import MaskRCNN, TorchvisionTransform, detect, transform_graph
+from lambda_keras.detection.serving import export_detector, export_detector_onnx
 from tests.detection.tiny import tiny_valid_backbone
 
 TRANSFORM = TorchvisionTransform(min_size=64, max_size=128)  # canvases 64 x 128 and 128 x 64
@@ -45,7 +47,7 @@ def test_a_photo_gives_the_models_detections_in_its_pixels(exported, shape):
     assert (boxes[:, 3] <= shape[1] + 1e-3).all()
     assert not out["masks"][count:].any() and not out["boxes"][count:].any()
     # The model on the transform's input, by hand: resized, padded into its canvas.
-    resized, size = TRANSFORM.resize(photo)
+    resized, size = transform_graph.resize(TRANSFORM, photo)
     canvases, first = TRANSFORM.canvases(size)
     canvas = canvases[0] if bool(first) else canvases[1]
     assert canvas == ((64, 128) if shape[0] <= shape[1] else (128, 64))
@@ -56,3 +58,61 @@ def test_a_photo_gives_the_models_detections_in_its_pixels(exported, shape):
     np.testing.assert_allclose(
         out["scores"][:count], direct["scores"].numpy()[0][:count], atol=1e-5
     )
+
+
+# Upright and square (the square takes the landscape canvas: both canvases, one trace each).
+@pytest.mark.parametrize("shape", [(90, 40), (70, 70)])
+def test_detect_returns_what_the_saved_model_serves(exported, shape):
+    """``detect`` (the Keras model, any backend) and ``serving_default`` (the SavedModel)."""
+    model, served = exported
+    photo = np.random.default_rng(sum(shape) + 1).integers(0, 256, (*shape, 3), dtype=np.uint8)
+    expected = {k: v.numpy() for k, v in served.signatures["serving_default"](image=photo).items()}
+    got = detect(model, photo)
+    assert set(got) == set(expected) and int(got["num_detections"]) > 0
+    assert int(got["num_detections"]) == int(expected["num_detections"])
+    np.testing.assert_allclose(got["boxes"], expected["boxes"], atol=1e-3)
+    np.testing.assert_allclose(got["scores"], expected["scores"], atol=1e-5)
+    np.testing.assert_array_equal(got["classes"], expected["classes"])
+    assert got["masks"].dtype == np.uint8 and np.mean(got["masks"] != expected["masks"]) < 1e-3
+
+
+def test_detect_names_a_bad_photo(exported):
+    model, _ = exported
+    with pytest.raises(TypeError, match="`image` must be uint8 RGB"):
+        detect(model, np.zeros((20, 30, 3), "float32"))
+    with pytest.raises(ValueError, match=r"`image` must be one RGB photo .* \(2, 20, 30, 3\)"):
+        detect(model, np.zeros((2, 20, 30, 3), "uint8"))
+    with pytest.raises(TypeError, match="`model` must be a MaskRCNN"):
+        detect("model.keras", np.zeros((20, 30, 3), "uint8"))
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("tf2onnx", "onnx", "onnxruntime")),
+    reason="the ONNX export needs tf2onnx, onnx and onnxruntime (pip install them)",
+)
+def test_the_onnx_model_with_the_transform_gives_detect(exported, tmp_path):
+    """The model as ONNX (onnxruntime) between the transform's resize and its mapping back
+    gives what ``detect`` gives on a landscape photo."""
+    import onnxruntime
+
+    model, _ = exported
+    path = export_detector_onnx(model, tmp_path / "detector.onnx")
+    session = onnxruntime.InferenceSession(path)
+    photo = np.random.default_rng(5).integers(0, 256, (50, 80, 3), dtype=np.uint8)
+    size = TRANSFORM.resized_size(50, 80)
+    resized = tf.image.resize(tf.cast(photo, tf.float32), size).numpy()
+    padded = np.zeros((1, 64, 128, 3), "float32")
+    padded[0, : size[0], : size[1]] = resized
+    names = {i.name: i.name for i in session.get_inputs()}
+    feeds = {
+        next(n for n in names if n.endswith("images")): padded,
+        next(n for n in names if n.endswith("image_sizes")): np.array([size], "int32"),
+    }
+    out = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds), strict=True))
+    boxes, masks = TRANSFORM.to_photo(out["boxes"][0], out["masks"][0], size, (50, 80))
+    expected = detect(model, photo)
+    count = int(expected["num_detections"])
+    assert int(out["valid"].sum()) == count > 0
+    np.testing.assert_allclose(np.asarray(boxes)[:count], expected["boxes"][:count], atol=1e-3)
+    np.testing.assert_allclose(out["scores"][0][:count], expected["scores"][:count], atol=1e-5)
+    assert np.mean(np.asarray(masks)[:count] != expected["masks"][:count].astype(bool)) < 1e-3

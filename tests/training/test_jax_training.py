@@ -16,32 +16,17 @@ import tensorflow as tf
 from lambda_keras.training.data import load_source, pad_batches
 from lambda_keras.training.distribute import check_strategy
 from lambda_keras.training.evaluation import evaluate
-from training.train import backend_from_argv
+from tests.backend import run_script_on_jax
+from training.placement_flags import backend_from_argv
 
 ROOT = Path(__file__).resolve().parents[2]
-# Tiny tensors: compiling is the cost, not running (the same setting as tests/test_backends.py).
-FAST_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 RUN = ["--epochs=2", "--steps_per_epoch=3", "--width_multiplier=0.125", "--deterministic"]
 
 
 def train_on_jax(model_dir: Path, *flags: str, devices: int = 2):
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "XLA_FLAGS": f"--xla_force_host_platform_device_count={devices} {FAST_COMPILE}",
-    }
-    env.pop("KERAS_BACKEND", None)
-    command = [sys.executable, str(ROOT / "training" / "train.py"), "--backend=jax", *RUN]
-    done = subprocess.run(
-        [*command, f"--model_dir={model_dir}", *flags],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env=env,
+    return run_script_on_jax(
+        "train.py", *RUN, f"--model_dir={model_dir}", *flags, devices=devices, timeout=900
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
 
 
 def losses(model_dir: Path) -> np.ndarray:

@@ -32,13 +32,14 @@ import io
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size
-from lambda_keras.detection.transform import letterbox_size
+from lambda_keras.detection.transform_graph import letterbox_size
 from lambda_keras.image_files import is_damaged_image
 
 __all__ = ["CocoSource", "load_coco", "make_dataset"]
@@ -187,8 +188,13 @@ def _instances(source: CocoSource, image_id: int, mask_size: int, max_instances:
         boxes[None],
         np.arange(len(boxes))[None],
         mask_size=mask_size,
-    )[0].numpy()
-    return boxes, np.asarray(labels, np.int32), framed, skipped
+    )[0]
+    return (
+        boxes,
+        np.asarray(labels, np.int32),
+        np.asarray(keras.ops.convert_to_numpy(framed)),
+        skipped,
+    )
 
 
 def _mask(coco, ann, box, height: int, width: int) -> np.ndarray:
@@ -256,8 +262,10 @@ def make_dataset(
     data = tf.data.Dataset.from_generator(generate, output_signature=signature)
     if training:
         data = data.cache().shuffle(len(records), seed=seed).repeat()
-    prepare = _Prepare(image_size, max_instances, training, scale_range)
-    data = data.map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
+    # Each element's position in the stream seeds its augmentation (stateless random ops): the
+    # same run gives the same batches, whatever the parallel map's order.
+    prepare = _Prepare(image_size, max_instances, training, scale_range, seed or 0)
+    data = data.enumerate().map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
     return data.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
 
 
@@ -267,28 +275,38 @@ class _Prepare:
     max_instances: int
     training: bool
     scale_range: tuple[float, float]
+    seed: int
 
-    def __call__(self, path, image_id, boxes, labels, masks):
+    def __call__(self, index, record):
+        path, image_id, boxes, labels, masks = record
+        seeds = tf.random.experimental.stateless_split(tf.stack([self.seed, index]), 3)
         image = tf.io.decode_image(tf.io.read_file(path), channels=3, expand_animations=False)
         image = tf.cast(image, tf.float32)
         shape = tf.cast(tf.shape(image)[:2], tf.float32)
-        jitter = tf.random.uniform((), *self.scale_range) if self.training else 1.0
+        jitter = 1.0
+        if self.training:
+            low, high = self.scale_range
+            jitter = tf.random.stateless_uniform((), seeds[0], low, high)
         scale, size = letterbox_size(shape, self.image_size, jitter)
         image = tf.image.resize(image, size)
         frames = boxes * scale
         offset = tf.zeros(2)
         if self.training:
             room = tf.maximum(tf.cast(size, tf.float32) - self.image_size, 0.0)
-            offset = tf.floor(tf.random.uniform((2,)) * (room + 1))
+            offset = tf.floor(tf.random.stateless_uniform((2,), seeds[1]) * (room + 1))
             start = tf.cast(offset, tf.int32)
             image = image[
                 start[0] : start[0] + self.image_size, start[1] : start[1] + self.image_size
             ]
             frames = frames - tf.tile(offset, [2])
         image = tf.image.pad_to_bounding_box(image, 0, 0, self.image_size, self.image_size)
-        boxes = ops.clip_boxes(frames, (self.image_size, self.image_size))
+        # Clipped to the square canvas (TensorFlow here: tf.data runs it on every backend).
+        boxes = tf.clip_by_value(frames, 0.0, float(self.image_size))
         if self.training:
-            image, boxes, frames, masks = _maybe_flip(image, boxes, frames, masks, self.image_size)
+            flip = tf.random.stateless_uniform((), seeds[2]) < 0.5
+            image, boxes, frames, masks = _maybe_flip(
+                flip, image, boxes, frames, masks, self.image_size
+            )
         visible = (boxes[:, 2] - boxes[:, 0] >= 1) & (boxes[:, 3] - boxes[:, 1] >= 1)
         labels = tf.where(visible, labels, -1)
         if not self.training:
@@ -313,9 +331,7 @@ class _Prepare:
         }
 
 
-def _maybe_flip(image, boxes, frames, masks, width):
-    flip = tf.random.uniform(()) < 0.5
-
+def _maybe_flip(flip, image, boxes, frames, masks, width):
     def flipped():
         mirror = lambda b: tf.stack(  # noqa: E731
             [b[:, 0], width - b[:, 3], b[:, 2], width - b[:, 1]], -1

@@ -18,6 +18,7 @@ from keras import ops
 
 from lambda_keras import _validation as v
 from lambda_keras.detection.ops._checks import Tensor
+from lambda_keras.detection.ops.sizes import ceil_divide
 
 __all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors", "torchvision_anchors"]
 
@@ -104,7 +105,7 @@ def torchvision_anchors(
     for level, size in sorted(sizes.items()):
         stride = 2**level
         rows, cols = height // stride, width // stride
-        cells = -ops.floor_divide(-padded, stride)  # [b, 2]
+        cells = ceil_divide(padded, stride)  # [b, 2]
         steps = ops.cast(ops.floor_divide(padded, cells), "float32")  # [b, 2]
         base = ops.convert_to_tensor(_rounded_cell_anchors(size, aspect_ratios))  # [A, 4]
         ys = ops.arange(rows, dtype="float32")[None, :] * steps[:, :1]  # [b, rows]

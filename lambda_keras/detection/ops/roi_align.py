@@ -24,6 +24,7 @@ from keras import ops
 from lambda_keras import _validation as v
 from lambda_keras.detection.ops import _checks
 from lambda_keras.detection.ops._checks import Tensor
+from lambda_keras.detection.ops.sizes import ceil_divide
 
 __all__ = ["assign_pyramid_levels", "multilevel_roi_align", "roi_align"]
 
@@ -156,8 +157,8 @@ def multilevel_roi_align(
         strides = ops.take(ops.convert_to_tensor([2**level for level in levels], "int32"), index)
         valid = ops.cast(valid_sizes, "int32")[:, None, :]
         limits = (
-            ops.minimum(-ops.floor_divide(-valid[..., 0], strides), heights),
-            ops.minimum(-ops.floor_divide(-valid[..., 1], strides), widths),
+            ops.minimum(ceil_divide(valid[..., 0], strides), heights),
+            ops.minimum(ceil_divide(valid[..., 1], strides), widths),
         )
     return _roi_align_flat(
         flat,

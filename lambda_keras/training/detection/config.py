@@ -29,6 +29,9 @@ class DetectionConfig:
     max_instances: int = 100
     strategy: str = "auto"
     tpu: str | None = None
+    coordinator_address: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
     jit_compile: bool = False
     model_dir: str = "runs/maskrcnn"
     export: bool = True

@@ -7,13 +7,11 @@ from __future__ import annotations
 import dataclasses
 import os
 
-import tensorflow as tf
-
 from lambda_keras.detection.data import coco
 from lambda_keras.training import resume
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.run import DetectionRun, resolve_run
-from lambda_keras.training.distribute import make_strategy
+from lambda_keras.training.distribute import Placement, make_placement
 
 __all__ = ["RESUMABLE_CHANGES", "PreparedData", "prepare_data", "sources"]
 
@@ -81,14 +79,14 @@ def _from_labelme(given: list, model_dir: str) -> list:
 
 @dataclasses.dataclass(frozen=True)
 class PreparedData:
-    """The resolved run, its checked data, what :func:`prepare_data` read, and the strategy it
-    runs under (made first: a TPU is connected before any other TensorFlow op)."""
+    """The resolved run, its checked data, what :func:`prepare_data` read, and where it runs
+    (made first: a TPU is connected, or JAX's hosts joined, before any other op)."""
 
     run: DetectionRun
     train_source: coco.CocoSource
     val_source: coco.CocoSource
     train_data: object  # tf.data.Dataset of (images, targets)
-    strategy: tf.distribute.Strategy
+    placement: Placement
     resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
@@ -96,6 +94,9 @@ class PreparedData:
 # paths (the data may move; the categories are checked instead).
 RESUMABLE_CHANGES = resume.ALWAYS_RESUMABLE | {
     "jit_compile",
+    "coordinator_address",
+    "num_processes",
+    "process_id",
     "shapes_dir",
     "train_annotations",
     "train_images",
@@ -111,7 +112,14 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     does resuming a killed run in ``model_dir`` with other settings
     (:func:`lambda_keras.training.resume.check_resume`; the backup stays)."""
     run = resolve_run(config)
-    strategy = make_strategy(config.strategy, config.tpu)
+    placement = make_placement(
+        config.strategy,
+        config.tpu,
+        config.coordinator_address,
+        config.num_processes,
+        config.process_id,
+    )
+    placement.check_batch_size(run.batch_size)
     train_source, val_source = sources(config)
     settings = resume.run_settings(
         config,
@@ -131,4 +139,4 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
         scale_range=run.recipe.scale_range,
         seed=config.seed,
     )
-    return PreparedData(run, train_source, val_source, data, strategy, settings)
+    return PreparedData(run, train_source, val_source, data, placement, settings)

@@ -20,7 +20,6 @@ from lambda_keras.training import resume
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.data import PreparedData, prepare_data
 from lambda_keras.training.detection.model import build_model
-from lambda_keras.training.distribute import is_chief
 
 __all__ = ["train"]
 
@@ -28,31 +27,37 @@ __all__ = ["train"]
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
     """Train, evaluate with COCOeval on the validation set, export; returns the scores.
     ``prepared``: the run's :func:`prepare_data` (read here when not given)."""
-    keras.utils.set_random_seed(config.seed)
     prepared = prepared or prepare_data(config)
-    run = prepared.run
+    with prepared.placement.run_scope():
+        return _train(config, prepared)
+
+
+def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
+    keras.utils.set_random_seed(config.seed)
+    run, placement = prepared.run, prepared.placement
     recipe, image_size, batch_size = run.recipe, run.image_size, run.batch_size
     train_source, val_source, data = prepared.train_source, prepared.val_source, prepared.train_data
-    strategy = prepared.strategy
     os.makedirs(config.model_dir, exist_ok=True)
     epochs = max(1, -(-run.steps // config.steps_per_epoch))
-    with strategy.scope():
+    with placement.variable_scope():
         model = build_model(run, train_source.num_classes)
         # Build every layer (BackupAndRestore needs the variables before fit).
         model(np.zeros((1, image_size, image_size, 3), "float32"))
         model.compile(
             optimizer=recipe.make_optimizer(batch_size, epochs * config.steps_per_epoch),
-            jit_compile=config.jit_compile,
+            # JAX always compiles (op by op would be its slowest path).
+            jit_compile=True if keras.backend.backend() == "jax" else config.jit_compile,
         )
         # Slots now, not in the first traced step (which would then be traced twice).
         model.optimizer.build(model.trainable_variables)
-    if is_chief(strategy):
+    if placement.chief:
         resume.record_settings(config.model_dir, prepared.resume_settings)
+    print(placement.description)
     print(
         f"Mask R-CNN, {config.backbone}{config.depth} backbone (width {config.width_multiplier}), "
         f"{train_source.num_classes} classes, {len(train_source.image_ids)} training images, "
         f"recipe {recipe.name}: {epochs} x {config.steps_per_epoch} steps at batch {batch_size}, "
-        f"{image_size}x{image_size}."
+        f"{image_size}x{image_size}, on {keras.backend.backend()}."
     )
     if train_source.skipped:
         print(f"Skipped {len(train_source.skipped)} annotations (degenerate box or empty mask).")
@@ -61,7 +66,7 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
     ]
     start = time.perf_counter()
-    model.fit(
+    history = model.fit(
         data,
         epochs=epochs,
         steps_per_epoch=config.steps_per_epoch,
@@ -71,7 +76,8 @@ def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict
     seconds = time.perf_counter() - start
     scores = coco_eval.evaluate(model, val_source, image_size=image_size, batch_size=batch_size)
     result = {"scores": scores, "train_seconds": seconds, "model": model}
-    if config.export:
+    result["history"] = history.history
+    if config.export and placement.chief:
         result.update(_export(model, config, train_source, image_size))
     print(
         f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "

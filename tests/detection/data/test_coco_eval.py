@@ -7,13 +7,14 @@ from lambda_keras.detection.data import coco, coco_eval, shapes
 
 
 class _Oracle:
-    """Detects exactly the ground truth of the images (read back from the JSON)."""
+    """Detects exactly the ground truth of the images (read back from the JSON); evaluation
+    calls ``predict_on_batch``, as on a Keras model."""
 
     def __init__(self, source, image_size):
         self.source, self.image_size = source, image_size
         self.calls = 0
 
-    def __call__(self, images, training=False):
+    def predict_on_batch(self, images):
         batch = images.shape[0]
         ids = self.source.image_ids[self.calls * batch : (self.calls + 1) * batch]
         self.calls += 1
@@ -65,8 +66,8 @@ def test_ground_truth_as_detections_scores_near_one(val_source, tmp_path):
 
 def test_a_model_that_detects_nothing_scores_zero(val_source, capsys):
     class Nothing(_Oracle):
-        def __call__(self, images, training=False):
-            out = super().__call__(images)
+        def predict_on_batch(self, images):
+            out = super().predict_on_batch(images)
             out["valid"][:] = False
             return out
 

@@ -6,13 +6,14 @@ backend.
 """
 
 import importlib.util
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.backend import child_env
 
 SCRIPT = Path(__file__).with_name("torchvision_comparison.py")
 ROOT = Path(__file__).resolve().parents[3]
@@ -26,12 +27,7 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_ops_match_torchvision(backend):
     if importlib.util.find_spec(backend) is None:
         pytest.skip(f"{backend} is not installed")
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(ROOT),
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "KERAS_BACKEND": backend,
-    }
+    env = child_env(backend)
     result = subprocess.run(
         [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=600, env=env
     )

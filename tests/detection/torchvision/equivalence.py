@@ -3,7 +3,7 @@
 
 Run as a script (PyTorch must be imported before TensorFlow in one process)::
 
-    python tests/detection/torchvision/equivalence.py [--photos=N] [--workdir=DIR]
+    KERAS_BACKEND=jax python tests/detection/torchvision/equivalence.py [--workdir=DIR]
 
 torchvision builds ``maskrcnn_resnet50_fpn`` (91 labels) with a fixed seed; its batch norms'
 statistics are set from the photos and their affine parameters perturbed, every epsilon set to
@@ -11,9 +11,12 @@ statistics are set from the photos and their affine parameters perturbed, every 
 that detections are many and varied. The state dict is saved as ``.pth``, converted with
 ``python -m lambda_keras.detection.convert_torchvision`` and loaded by
 ``maskrcnn_resnet50_fpn(weights=...)``, which is exported as a SavedModel with
-``export_detector`` (no ``image_size``). Both detect on each photo (non-square scikit-image and
-scikit-learn samples) at torchvision's own preprocessing. Detections are matched greedily by
-class and box IoU >= 0.9; one line per photo, then a ``summary`` line. ``--litert`` also
+``export_detector`` (no ``image_size``) where Keras runs on TensorFlow. Both detect on each photo
+(scikit-image and scikit-learn samples: landscape, upright and square) at torchvision's own
+preprocessing: the SavedModel's ``serving_default`` (``summary``, TensorFlow) and
+:func:`lambda_keras.detection.detect` on the process's Keras backend (``detect_summary``).
+Detections are matched greedily by class and box IoU >= 0.9; one line per photo, then a summary
+line. ``--litert`` also
 converts the detector with ``export_detector_litert`` and compares LiteRT's interpreter the
 same way (``litert_summary``). Scores below 0.3 are
 dropped on both sides, so that on some photos the threshold and on others the best-100 cut
@@ -52,6 +55,8 @@ def photos(count: int) -> dict[str, np.ndarray]:
         "coffee": skimage.data.coffee(),  # 400 x 600
         "flower": flower[:, 60:380],  # 427 x 320, upright
         "rocket": skimage.data.rocket(),  # 427 x 640
+        "astronaut": skimage.data.astronaut(),  # 512 x 512, square (last: the model is
+        # calibrated on the first photo)
     }
     return dict(list(found.items())[:count])
 
@@ -119,30 +124,6 @@ def torchvision_detections(model, image) -> dict[str, np.ndarray]:
     }
 
 
-def keras_detections(served, image) -> dict[str, np.ndarray]:
-    import tensorflow as tf
-
-    out = served.signatures["serving_default"](image=tf.constant(image))
-    n = int(out["num_detections"])
-    return {
-        "boxes": out["boxes"].numpy()[:n],
-        "scores": out["scores"].numpy()[:n],
-        "classes": out["classes"].numpy()[:n],
-        "masks": out["masks"].numpy()[:n].astype(bool),
-    }
-
-
-def litert_detections(runner, image) -> dict[str, np.ndarray]:
-    out = runner(image=image)
-    n = int(out["num_detections"])
-    return {
-        "boxes": out["boxes"][:n],
-        "scores": out["scores"][:n],
-        "classes": out["classes"][:n],
-        "masks": out["masks"][:n].astype(bool),
-    }
-
-
 def iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``[n, 4]`` x ``[m, 4]`` -> ``[n, m]``."""
     tl = np.maximum(a[:, None, :2], b[None, :, :2])
@@ -179,9 +160,10 @@ def compare(ref: dict, got: dict) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--photos", type=int, default=5)
+    parser.add_argument("--photos", type=int, default=6)
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--litert", action="store_true", help="also the LiteRT export")
+    parser.add_argument("--onnx", action="store_true", help="also the ONNX export")
     args = parser.parse_args()
     workdir = args.workdir or tempfile.mkdtemp()
     images = photos(args.photos)
@@ -202,28 +184,101 @@ def main() -> None:
         ],
         check=True,
     )
-    import tensorflow as tf
+    import keras
 
-    from lambda_keras.detection.serving import export_detector
+    from lambda_keras.detection import detect
     from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
 
     keras_model = maskrcnn_resnet50_fpn(
         weights=weights, num_classes=LABELS - 1, score_threshold=SCORE_THRESHOLD
     )
-    served = tf.saved_model.load(export_detector(keras_model, os.path.join(workdir, "sm")))
     print(
-        "lowest scores kept: "
+        f"backend={keras.backend.backend()} lowest scores kept: "
         + " ".join(f"{name}={references[name]['scores'].min():.4f}" for name in images)
     )
-    print_comparison("summary", references, images, lambda image: keras_detections(served, image))
-    if args.litert:
+    print_comparison(
+        "detect_summary", references, images, lambda image: served(detect(keras_model, image))
+    )
+    if keras.backend.backend() == "tensorflow":
+        compare_exports(keras_model, references, images, workdir, args.litert)
+        if args.onnx:
+            detect_onnx = OnnxDetector(keras_model, workdir)
+            print_comparison("onnx_summary", references, images, detect_onnx)
+
+
+def served(out: dict) -> dict[str, np.ndarray]:
+    """The valid detections of a serving output (``detect``'s, LiteRT's, the SavedModel's)."""
+    n = int(np.asarray(out["num_detections"]))
+    return {
+        "boxes": np.asarray(out["boxes"])[:n],
+        "scores": np.asarray(out["scores"])[:n],
+        "classes": np.asarray(out["classes"])[:n],
+        "masks": np.asarray(out["masks"])[:n].astype(bool),
+    }
+
+
+class OnnxDetector:
+    """The model as ONNX files (one per canvas, ``export_detector_onnx``) in onnxruntime,
+    between the transform's resize and its mapping back into the photo."""
+
+    def __init__(self, keras_model, workdir: str):
+        self.model, self.workdir, self.sessions = keras_model, workdir, {}
+
+    def session(self, canvas):
+        import onnxruntime
+
+        from lambda_keras.detection.serving import export_detector_onnx
+
+        if canvas not in self.sessions:
+            path = os.path.join(self.workdir, f"detector_{canvas[0]}x{canvas[1]}.onnx")
+            export_detector_onnx(self.model, path, canvas=canvas)
+            self.sessions[canvas] = onnxruntime.InferenceSession(path)
+        return self.sessions[canvas]
+
+    def __call__(self, image):
+        import tensorflow as tf
+
+        from lambda_keras.detection.detect import outputs
+
+        transform = self.model.input_transform()
+        size = transform.resized_size(*image.shape[:2])
+        canvases, first = transform.canvases(size)
+        canvas = canvases[0] if first else canvases[1]
+        padded = np.zeros((1, *canvas, 3), "float32")
+        padded[0, : size[0], : size[1]] = tf.image.resize(tf.cast(image, tf.float32), size)
+        session = self.session(canvas)
+        names = [i.name for i in session.get_inputs()]
+        feeds = {
+            next(n for n in names if n.endswith("image_sizes")): np.array([size], "int32"),
+            next(n for n in names if n.endswith("images")): padded,
+        }
+        values = session.run(None, feeds)
+        out = dict(zip([o.name for o in session.get_outputs()], values, strict=True))
+        boxes, masks = transform.to_photo(out["boxes"][0], out["masks"][0], size, image.shape[:2])
+        return served({k: np.asarray(v) for k, v in outputs(out, boxes, masks).items()})
+
+
+def compare_exports(keras_model, references, images, workdir, litert: bool) -> None:
+    import tensorflow as tf
+
+    from lambda_keras.detection.serving import export_detector
+
+    saved = tf.saved_model.load(export_detector(keras_model, os.path.join(workdir, "sm")))
+    signature = saved.signatures["serving_default"]
+    print_comparison(
+        "summary",
+        references,
+        images,
+        lambda image: served({k: v.numpy() for k, v in signature(image=image).items()}),
+    )
+    if litert:
         from lambda_keras.detection.serving import export_detector_litert
 
         path = export_detector_litert(keras_model, os.path.join(workdir, "detector.tflite"))
         interpreter = tf.lite.Interpreter(model_path=path)
         runner = interpreter.get_signature_runner("serving_default")
         print_comparison(
-            "litert_summary", references, images, lambda image: litert_detections(runner, image)
+            "litert_summary", references, images, lambda image: served(runner(image=image))
         )
 
 

@@ -1,4 +1,5 @@
-"""The converted ``maskrcnn_resnet50_fpn`` gives torchvision's detections (``-m slow``).
+"""The converted ``maskrcnn_resnet50_fpn`` gives torchvision's detections on every backend
+(``-m slow``).
 
 ``pip install torch==2.14.1 torchvision==0.29.1 scikit-image``. The comparison runs in a
 subprocess because PyTorch must be imported before TensorFlow in one process.
@@ -13,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.backend import child_env
+
 SCRIPT = Path(__file__).with_name("equivalence.py")
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -22,10 +25,28 @@ ROOT = Path(__file__).resolve().parents[3]
     any(importlib.util.find_spec(m) is None for m in ("torchvision", "skimage")),
     reason="torchvision and scikit-image are test-time references installed by hand",
 )
-def test_exported_model_gives_torchvisions_detections(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
+@pytest.mark.parametrize(
+    "backend, titles",
+    [
+        ("tensorflow", ("detect_summary", "summary", "litert_summary")),
+        ("jax", ("detect_summary",)),
+        ("torch", ("detect_summary",)),
+    ],
+)
+def test_the_converted_model_gives_torchvisions_detections(backend, titles, tmp_path):
+    """``detect`` on each backend; on TensorFlow also the SavedModel and the LiteRT export."""
+    if importlib.util.find_spec(backend) is None:
+        pytest.skip(f"{backend} is not installed")
+    flags = ["--litert"]
+    onnx = backend == "tensorflow" and all(
+        importlib.util.find_spec(m) for m in ("tf2onnx", "onnx", "onnxruntime")
+    )
+    if onnx:  # the ONNX export too, where its tools are installed
+        flags.append("--onnx")
+        titles = (*titles, "onnx_summary")
+    env = child_env(backend)
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), f"--workdir={tmp_path}", "--litert"],
+        [sys.executable, str(SCRIPT), f"--workdir={tmp_path}", *flags],
         capture_output=True,
         text=True,
         timeout=1800,
@@ -33,13 +54,13 @@ def test_exported_model_gives_torchvisions_detections(tmp_path):
         cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    for title in ("summary", "litert_summary"):  # the SavedModel, then the LiteRT flatbuffer
+    for title in titles:
         summary = next(
             line for line in result.stdout.splitlines() if line.startswith(f"{title} matched_share")
         )
         value = lambda key, line=summary: float(re.search(rf" {key}=(\S+)", line)[1])  # noqa: E731
         assert value("matched_share") == 1.0, result.stdout
-        assert value("torchvision") > 300, summary  # detections on five photos
+        assert value("torchvision") > 300, summary  # detections on six photos
         assert value("max_box_diff") <= 0.05, summary  # pixels
         assert value("max_score_diff") <= 1e-3, summary
         assert value("max_mask_pixels_differing") <= 1e-3, summary

@@ -7,11 +7,12 @@ import hashlib
 import keras
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from lambda_keras.detection import MaskRCNN, TorchvisionTransform
+from lambda_keras.detection import LetterboxTransform, MaskRCNN, TorchvisionTransform
 from lambda_keras.detection.serving import export_detector, export_detector_litert
 from lambda_keras.detection.torchvision.mask_rcnn import COCO_WEIGHTS, maskrcnn_resnet50_fpn
-from lambda_keras.detection.transform import torchvision_resize
+from lambda_keras.detection.transform_graph import letterbox_size, torchvision_resize
 from lambda_keras.zoo import weights as weights_lib
 from tests.detection.tiny import tiny_backbone
 
@@ -174,6 +175,22 @@ def test_torchvision_resize_sizes(shape, float64_size, integer_size):
     for float64, expected in ((True, float64_size), (False, integer_size)):
         resized, size = torchvision_resize(image, float64=float64)
         assert tuple(size.numpy()) == expected and resized.shape[:2] == expected
+    # The eager rule (detect on every backend) is torchvision's float64 one.
+    assert TorchvisionTransform().resized_size(*shape) == float64_size
+
+
+def test_the_eager_and_graph_sizes_agree_on_every_shape():
+    """The transforms' Python rule and the graph's (serving) on 2,000 random photo shapes."""
+    rng = np.random.default_rng(0)
+    shapes = rng.integers(1, 5000, (2000, 2))
+    graph = tf.function(lambda s: torchvision_resize(tf.zeros((s[0], s[1], 3), tf.uint8))[1])
+    torchvision = TorchvisionTransform()
+    letterbox = LetterboxTransform(384)
+    for h, w in shapes[:200].tolist():  # the graph resizes: fewer shapes
+        assert tuple(graph(tf.constant([h, w])).numpy()) == torchvision.resized_size(h, w)
+    for h, w in shapes.tolist():
+        size = letterbox_size(tf.constant([h, w]), 384)[1].numpy()
+        assert tuple(size) == letterbox.resized_size(h, w), (h, w)
 
 
 def test_litert_export_needs_a_tflite_path(model, tmp_path):

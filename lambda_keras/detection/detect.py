@@ -1,0 +1,96 @@
+"""Detections on one photo, on every Keras backend: what a SavedModel's ``serving_default``
+returns (:mod:`lambda_keras.detection.serving`), from the Keras model itself."""
+
+from __future__ import annotations
+
+import weakref
+
+import keras
+import numpy as np
+from keras import ops as K
+
+__all__ = ["detect"]
+
+
+def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str, np.ndarray]:
+    """The detections of ``model`` on one photo, in the photo's pixels.
+
+    The photo goes through the model's input transform (``model.input_transform(image_size)``:
+    torchvision's for :func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`, the letterbox at
+    ``image_size`` otherwise), the model predicts on it (compiled as ``predict`` compiles on
+    the backend) and the boxes and masks go back into the photo.
+
+    Args:
+        model: A :class:`~lambda_keras.detection.MaskRCNN`.
+        image: ``uint8 [height, width, 3]`` RGB photo (a NumPy array or anything
+            ``np.asarray`` reads).
+        image_size: The side a model without its own transform detects at (a multiple of 64);
+            None for a model with one.
+
+    Returns:
+        NumPy arrays, padded to the model's ``max_detections`` ``D``, best first:
+        ``boxes [D, 4]`` (``y1, x1, y2, x2`` in the photo's pixels), ``scores [D]``,
+        ``classes [D]`` (0-based labels, -1 for padding), ``masks [D, height, width]`` uint8
+        0/1 and ``num_detections`` (the valid ones lead).
+    """
+    if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
+        raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
+    image = _photo(image)
+    transform = model.input_transform(image_size)
+    shape = image.shape[:2]
+    size = transform.resized_size(*shape)
+    canvases, first = transform.canvases(size)
+    canvas = canvases[0] if first is None or first else canvases[1]
+    resized = K.image.resize(
+        K.convert_to_tensor(image[None], "float32"), size, interpolation="bilinear"
+    )[0]
+    padded = K.pad(resized, [[0, canvas[0] - size[0]], [0, canvas[1] - size[1]], [0, 0]])
+    out = _predict(model, transform.model_inputs(padded, size))
+    boxes, masks = transform.to_photo(
+        K.convert_to_tensor(out["boxes"][0]), K.convert_to_tensor(out["masks"][0]), size, shape
+    )
+    batch = {key: value for key, value in out.items() if key != "masks"}
+    return {
+        key: np.asarray(K.convert_to_numpy(x)) for key, x in outputs(batch, boxes, masks).items()
+    }
+
+
+# TensorFlow: one compiled call per model, traced once per canvas size. Keras' own predict
+# function relaxes a second shape to [None, None], which a MaskRCNN cannot trace (its anchors).
+_TENSORFLOW_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
+    """The model's outputs on ``inputs``, compiled as the backend compiles ``predict``."""
+    if keras.backend.backend() != "tensorflow":
+        return model.predict_on_batch(inputs)  # jax.jit traces each shape; PyTorch is eager
+    import tensorflow as tf
+
+    if model not in _TENSORFLOW_CALLS:
+        _TENSORFLOW_CALLS[model] = tf.function(lambda x: model(x, training=False))
+    return {key: value.numpy() for key, value in _TENSORFLOW_CALLS[model](inputs).items()}
+
+
+def _photo(image) -> np.ndarray:
+    array = np.asarray(image)
+    if array.dtype != np.uint8:
+        raise TypeError(f"`image` must be uint8 RGB [height, width, 3]; received {array.dtype}.")
+    if array.ndim != 3 or array.shape[-1] != 3 or 0 in array.shape:
+        raise ValueError(
+            f"`image` must be one RGB photo [height, width, 3]; received shape {array.shape}."
+        )
+    return array
+
+
+def outputs(out: dict, boxes, masks) -> dict:
+    """The serving outputs from the model's ``out`` (a batch of one) with ``boxes`` and bool
+    ``masks`` already in the photo's pixels; padding zeroed (``keras.ops``: eager here, inside
+    the SavedModel's graph in :mod:`lambda_keras.detection.serving`)."""
+    valid = K.convert_to_tensor(out["valid"][0])
+    return {
+        "boxes": K.where(valid[:, None], boxes, 0.0),
+        "scores": K.convert_to_tensor(out["scores"][0]),
+        "classes": K.convert_to_tensor(out["classes"][0]),
+        "masks": K.cast(K.logical_and(masks, valid[:, None, None]), "uint8"),
+        "num_detections": K.sum(K.cast(valid, "int32")),
+    }

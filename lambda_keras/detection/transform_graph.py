@@ -1,0 +1,65 @@
+"""The transforms' resizing inside TensorFlow graphs, where a photo's size is known only at run
+time: ``tf.data`` pipelines (:mod:`lambda_keras.detection.data.coco`) and SavedModel / LiteRT
+serving (:mod:`lambda_keras.detection.serving`). The same rules as the transforms'
+``resized_size`` (:mod:`lambda_keras.detection.transform`), on tensors.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+
+__all__ = ["letterbox_size", "resize", "torchvision_resize"]
+
+
+def letterbox_size(shape: tf.Tensor, image_size: int, jitter: tf.Tensor | float = 1.0):
+    """The letterbox rule: ``shape`` ``(height, width)`` scaled so that the longer side is
+    ``image_size`` (times ``jitter``, training's scale augmentation), each side rounded and at
+    least 1.
+
+    Returns:
+        ``(scale float32, size int32 [2])``.
+    """
+    shape = tf.cast(shape, tf.float32)
+    scale = image_size / tf.reduce_max(shape) * jitter
+    return scale, tf.maximum(tf.cast(tf.round(shape * scale), tf.int32), 1)
+
+
+def torchvision_resize(
+    image: tf.Tensor, min_size: int = 800, max_size: int = 1333, float64: bool = True
+):
+    """Resize one ``[height, width, 3]`` image as torchvision's ``GeneralizedRCNNTransform``
+    does: scale ``min(min_size / shorter, max_size / longer)`` (float64), each side
+    ``floor(side * scale)``, bilinear without antialiasing (``align_corners=False``).
+
+    ``float64=False`` computes the sizes in integers instead, ``floor(side * min_size /
+    shorter)`` exactly (LiteRT has no float64 kernels). torchvision's float64 product is
+    sometimes just below a whole number it should reach: a shorter side of 97 pixels becomes
+    799 there, 800 here (397 of the shorter sides 1-7,999 do so).
+
+    Returns:
+        ``(resized float32 [h, w, 3], (h, w) int32)``.
+    """
+    if float64:
+        shape = tf.cast(tf.shape(image)[:2], tf.float64)
+        scale = tf.minimum(min_size / tf.reduce_min(shape), max_size / tf.reduce_max(shape))
+        size = tf.cast(tf.floor(shape * scale), tf.int32)
+    else:
+        shape = tf.shape(image)[:2]
+        short, long = tf.reduce_min(shape), tf.reduce_max(shape)
+        by_short = min_size * long <= max_size * short  # min_size / short is the smaller scale
+        size = tf.where(by_short, shape * min_size // short, shape * max_size // long)
+    resized = tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear")
+    return resized, size
+
+
+def resize(transform, image: tf.Tensor, float64: bool = True):
+    """``(resized float32 [h, w, 3], (h, w) int32)``: one photo resized by ``transform``'s
+    rule (``float64`` as in :func:`torchvision_resize`; the letterbox has no float64 step)."""
+    if isinstance(transform, TorchvisionTransform):
+        return torchvision_resize(image, transform.min_size, transform.max_size, float64)
+    if isinstance(transform, LetterboxTransform):
+        _, size = letterbox_size(tf.shape(image)[:2], transform.image_size)
+        return tf.image.resize(tf.cast(image, tf.float32), size), size
+    raise TypeError(f"`transform` must be a transform; received {type(transform).__name__}.")
