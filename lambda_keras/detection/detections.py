@@ -50,10 +50,12 @@ def select_detections(
     large_enough = (heights > min_size) & (widths > min_size)
     usable = rois_valid[..., None] & (scores > score_threshold) & large_enough
     scores = K.where(usable, scores, -1.0)
-    batch = K.shape(scores)[0]
-    flat_scores = K.reshape(scores, (batch, -1))
-    flat_boxes = K.reshape(boxes, (batch, -1, 4))
-    k = min(candidates, int(flat_scores.shape[1]))
+    # The (box, class) pairs of an image, a static count even when the batch size is not
+    # (Keras' predict function relaxes the batch dimension after a smaller last batch).
+    pairs = int(scores.shape[1]) * int(num_classes)
+    flat_scores = K.reshape(scores, (-1, pairs))
+    flat_boxes = K.reshape(boxes, (-1, pairs, 4))
+    k = min(candidates, pairs)
     top_scores, top_indices = K.top_k(flat_scores, k)
     classes = top_indices % num_classes
     top_boxes = gather_rows(flat_boxes, top_indices)

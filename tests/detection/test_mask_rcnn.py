@@ -152,3 +152,12 @@ def test_masks_are_cropped_from_their_own_frames(monkeypatch):
     frames = y["boxes"] + np.array([-3.0, -2.0, 4.0, 5.0], "float32")
     model.compute_losses(images, {**y, "mask_boxes": frames})
     np.testing.assert_array_equal(seen[-1], frames)
+
+
+def test_predict_on_a_smaller_last_batch():
+    """Keras' predict function (TensorFlow) relaxes the batch size after a second one: the
+    evaluation's last, smaller batch must still detect."""
+    model = _model()
+    images = np.zeros((2, 64, 64, 3), "float32")
+    _check_detections(model.predict_on_batch(images), 2, 64)
+    _check_detections(model.predict_on_batch(images[:1]), 1, 64)
