@@ -49,10 +49,8 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     boxes, masks = transform.to_photo(
         K.convert_to_tensor(out["boxes"][0]), K.convert_to_tensor(out["masks"][0]), size, shape
     )
-    batch = {key: value for key, value in out.items() if key != "masks"}
-    return {
-        key: np.asarray(K.convert_to_numpy(x)) for key, x in outputs(batch, boxes, masks).items()
-    }
+    served = outputs(out, boxes, masks)  # reads the model's valid, scores, classes only
+    return {key: np.asarray(K.convert_to_numpy(value)) for key, value in served.items()}
 
 
 # TensorFlow: one compiled call per model, traced once per canvas size. Keras' own predict
