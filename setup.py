@@ -8,6 +8,8 @@ from setuptools import find_packages, setup
 HERE = Path(__file__).parent
 VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lambda_keras/__init__.py").read_text())[1]
 
+DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26"]
+
 setup(
     name="lambda-keras",
     version=VERSION,
@@ -43,6 +45,8 @@ setup(
         "detection": ["pycocotools>=2.0.7"],
         # Running the notebooks in notebooks/ (Jupyter or nbclient).
         "notebooks": ["matplotlib>=3.7", "ipykernel>=6", "nbclient>=0.9", "scikit-learn>=1.3"],
+        # The documentation site (mkdocs build --strict; the API reference from the docstrings).
+        "docs": DOCS,
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
@@ -60,6 +64,7 @@ setup(
             "ipykernel>=6",
             "nbclient>=0.9",
             "pycocotools>=2.0.7",
+            *DOCS,  # the tests build the site
         ],
     },
     classifiers=[

@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 from arguments import names, positive_int
+from results import Table, add_output_argument, write
 from timing import median_seconds
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -98,6 +99,7 @@ def main(argv=None) -> None:
         default=[],
         help="comma-separated: on, off (default: as the environment and TensorFlow decide)",
     )
+    add_output_argument(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.size % 32 or args.size < 32:
@@ -105,18 +107,22 @@ def main(argv=None) -> None:
     if args.child:
         print(json.dumps(measure(args.child, args.size, args.batch, args.repeats)))
         return
-    print(
+    table = Table(
+        "backbones",
         f"forward+backward, {args.size}x{args.size}, batch {args.batch}, "
-        f"{os.cpu_count()} cores, lambda layers implementation='conv'"
+        f"{os.cpu_count()} cores, lambda layers implementation='conv'",
+        ["backbone", "oneDNN", "params (M)", "step (s)", "peak memory (GB)"],
+        digits=[0, 0, 1, 2, 2],
+        labels=2,
     )
-    print("| backbone | oneDNN | params (M) | step (s) | peak memory (GB) |")
-    print("|---|---|---|---|---|")
+    table.print_header()
     for name in args.models:
         for onednn in args.onednn or [None]:
             env = dict(os.environ)
             if onednn is not None:
                 env["TF_ENABLE_ONEDNN_OPTS"] = ONEDNN[onednn]
-            print_row(name, run_child(name, args, env))
+            add_row(table, name, run_child(name, args, env))
+    write(args.output, "bench_backbones", [table], size=args.size, batch=args.batch)
 
 
 def run_child(name: str, args, env: dict) -> dict | str:
@@ -140,15 +146,11 @@ def run_child(name: str, args, env: dict) -> dict | str:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def print_row(name: str, row: dict | str) -> None:
+def add_row(table: Table, name: str, row: dict | str) -> None:
     if isinstance(row, str):
-        print(f"| {name} | {row} | | | |")
+        table.add(name, row, None, None, None)
         return
-    print(
-        f"| {name} | {row['onednn']} | {row['params_m']:.1f} | {row['seconds']:.2f} | "
-        f"{row['peak_gb']:.2f} |",
-        flush=True,
-    )
+    table.add(name, row["onednn"], row["params_m"], row["seconds"], row["peak_gb"])
 
 
 if __name__ == "__main__":

@@ -1,53 +1,48 @@
-"""Mask R-CNN speed: inference images/s and training step time, Keras vs torchvision.
+"""Mask R-CNN speed on every Keras backend against torchvision: inference per photo, training step.
 
-For each image size (``--sizes``) and backbone (``--backbones``): a ``MaskRCNN`` with the
-standard heads (random weights) — inference images/s (``model.predict_on_batch`` path, a
-``tf.function`` without XLA, batch ``--batch``) and the time of one training step
-(``train_on_batch`` on synthetic padded ground truth) — and, when torch and torchvision are
-installed, torchvision's ``maskrcnn_resnet50_fpn`` (random weights, eval mode for inference,
-train mode with synthetic targets for the step) at the same size and the same thread count,
-measured in the same run. Medians of ``--repeats`` after one warm-up.
+Each column runs in its own process (``--threads`` threads, default 2): the Keras backends in
+``--backends`` and, where installed, torchvision. Medians of ``--repeats`` after one warm-up.
 
-    python benchmarks/bench_detection.py                       # 512 and 1024, both backbones
-    python benchmarks/bench_detection.py --sizes=512 --backbones=resnet_rs50 --repeats=2
+**Inference** (``--tables=inference``): torchvision's ``maskrcnn_resnet50_fpn`` (random weights,
+``torch.manual_seed(0)``) and the same model converted
+(``lambda_keras.detection.maskrcnn_resnet50_fpn`` with those weights through the converter, so
+both keep the same detections) on scikit-learn's two sample photos at torchvision's
+preprocessing (shorter side 800, longer at most 1333): torchvision's ``model([image])``,
+``lambda_keras.detection.detect(model, photo)`` on each backend (resize, the model and the
+pasting of the masks into the photo) and, on TensorFlow, the exported SavedModel's
+``serving_default``. Seconds per photo. Without torchvision the Keras models keep their own
+random weights (a note says so): their detections, and so their mask pasting, differ.
 
-``--converted`` instead times torchvision's ``maskrcnn_resnet50_fpn`` against the same model
-converted (``lambda_keras.detection.maskrcnn_resnet50_fpn``, random weights copied from
-torchvision's through the converter) on scikit-learn's two sample photos at torchvision's own
-preprocessing (shorter side 800, longer at most 1333): torchvision's ``model([image])``, the
-exported SavedModel's ``serving_default`` (resizing and mask pasting included) and the Keras
-model on its batch alone (``tf.function``), with ``--threads`` threads each (default 2).
+**Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum) of a
+``MaskRCNN`` on each backbone of ``--backbones`` at each of ``--sizes`` (batch ``--batch``,
+synthetic images and eight boxes per image) on each backend, and torchvision's
+``maskrcnn_resnet50_fpn`` in train mode on the same data. Seconds per step.
 
-    python benchmarks/bench_detection.py --converted --repeats=3
+    python benchmarks/bench_detection.py --backends=tensorflow,jax,torch \\
+        --output=benchmarks/results/detection.json
+    python benchmarks/bench_detection.py --tables=training --sizes=512 --backbones=resnet_rs50
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
+import re
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 from arguments import names, positive_int, sizes
+from results import Table, add_output_argument, write
 from timing import median_seconds
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
-if HAVE_TORCHVISION:
-    import torch  # before TensorFlow: the other order segfaults
-    import torchvision
-
-from lambda_keras.detection.image_size import SIZE_MULTIPLE  # noqa: E402  after torch
-
-
-def _set_threads(threads: int) -> None:
-    import tensorflow as tf
-
-    if HAVE_TORCHVISION:
-        torch.set_num_threads(threads)
-    tf.config.threading.set_intra_op_parallelism_threads(threads)
-    tf.config.threading.set_inter_op_parallelism_threads(threads)
+KERAS_BACKENDS = ("tensorflow", "jax", "torch")
+SIZE_MULTIPLE = 64  # lambda_keras.detection.image_size.SIZE_MULTIPLE (not imported: no Keras)
+BACKBONES = [f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]
+PHOTOS = ("china", "flower")
 
 
 def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
@@ -61,45 +56,119 @@ def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
     return images, {"boxes": boxes, "classes": classes, "masks": masks}
 
 
-def keras_row(backbone_name: str, size: int, batch: int, repeats: int) -> tuple[float, float]:
+def photos() -> dict[str, np.ndarray]:
+    from sklearn.datasets import load_sample_images
+
+    return dict(zip(("china", "flower"), load_sample_images().images, strict=True))
+
+
+# ---------------------------------------------------------------------------------------------
+# In a child process: one column, a JSON object of cells on its last line.
+
+
+def keras_cells(args) -> dict[str, float]:
     import keras
+
+    cells = {}
+    if "inference" in args.tables:
+        from lambda_keras.detection import detect, maskrcnn_resnet50_fpn
+
+        weights = os.path.join(args.workdir, "converted.weights.h5")
+        model = maskrcnn_resnet50_fpn(weights=weights if os.path.exists(weights) else None)
+        for name, photo in photos().items():
+            cells[f"infer {name}"] = median_seconds(
+                lambda p=photo: detect(model, p), args.repeats, warmups=1
+            )
+        if keras.backend.backend() == "tensorflow":
+            cells.update(_saved_model_cells(model, args))
+    if "training" in args.tables:
+        for size in args.sizes:
+            for backbone in args.backbones:
+                cells[f"step {backbone} {size}"] = _keras_step(backbone, size, args)
+    return cells
+
+
+def _saved_model_cells(model, args) -> dict[str, float]:
     import tensorflow as tf
+
+    from lambda_keras.detection.serving import export_detector
+
+    serve = tf.saved_model.load(export_detector(model, os.path.join(args.workdir, "sm")))
+    serve = serve.signatures["serving_default"]
+    cells = {}
+    for name, photo in photos().items():
+        tensor = tf.constant(photo)
+        cells[f"serve {name}"] = median_seconds(
+            lambda p=tensor: serve(image=p), args.repeats, warmups=1
+        )
+    return cells
+
+
+def _keras_step(backbone_name: str, size: int, args) -> float:
+    import keras
 
     from lambda_keras import zoo
     from lambda_keras.detection import MaskRCNN
 
-    depth = int(backbone_name[-2:])
-    if backbone_name.startswith("lambda"):
-        backbone = zoo.LambdaResNetBackbone(depth)
-    else:
-        backbone = zoo.ResNetRSBackbone(depth)
+    depth = int(re.search(r"\d+$", backbone_name).group())
+    family = (
+        zoo.LambdaResNetBackbone if backbone_name.startswith("lambda") else zoo.ResNetRSBackbone
+    )
+    backbone = family(depth)
     model = MaskRCNN(backbone, num_classes=80)
-    images, targets = synthetic(batch, size)
-    detect = tf.function(lambda x: model(x, training=False))
-    x = tf.constant(images)
-    infer = median_seconds(lambda: detect(x)["boxes"].numpy(), repeats, warmups=1)
+    images, targets = synthetic(args.batch, size)
     model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))
-    step = median_seconds(lambda: model.train_on_batch(images, targets), repeats, warmups=1)
-    return batch / infer, step
+    return median_seconds(lambda: model.train_on_batch(images, targets), args.repeats, warmups=1)
 
 
-def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
+def torchvision_cells(args) -> dict[str, float]:
+    import torch
+    import torchvision
+
+    cells = {}
+    if "inference" in args.tables:
+        torch.manual_seed(0)
+        model = torchvision.models.detection.maskrcnn_resnet50_fpn(
+            weights=None, weights_backbone=None, num_classes=91
+        ).eval()
+        _convert(model, args.workdir)
+        for name, photo in photos().items():
+            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+
+            def infer(tensor=tensor):
+                with torch.inference_mode():
+                    model([tensor])
+
+            cells[f"infer {name}"] = median_seconds(infer, args.repeats, warmups=1)
+    if "training" in args.tables:
+        for size in args.sizes:
+            cells[f"step torchvision {size}"] = _torchvision_step(size, args)
+    return cells
+
+
+def _convert(model, workdir: str) -> None:
+    """torchvision's weights -> ``converted.weights.h5`` for the Keras columns."""
+    import torch
+
+    from lambda_keras.detection.convert_torchvision import convert
+
+    checkpoint = os.path.join(workdir, "maskrcnn.pth")
+    torch.save(model.state_dict(), checkpoint)
+    convert("maskrcnn_resnet50_fpn", checkpoint, os.path.join(workdir, "converted.weights.h5"))
+
+
+def _torchvision_step(size: int, args) -> float:
+    import torch
+    import torchvision
+
     model = torchvision.models.detection.maskrcnn_resnet50_fpn(
         weights=None, weights_backbone=None, num_classes=81, min_size=size, max_size=size
-    )
-    images, targets = synthetic(batch, size)
+    ).train()
+    images, targets = synthetic(args.batch, size)
     tensors = [torch.from_numpy(im).permute(2, 0, 1) / 255.0 for im in images]
-    model.eval()
-
-    def infer():
-        with torch.inference_mode():
-            model(tensors)
-
-    seconds = median_seconds(infer, repeats, warmups=1)
-    model.train()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     torch_targets = []
-    for b in range(batch):
+    for b in range(args.batch):
         yxyx = targets["boxes"][b]
         masks = torch.zeros((len(yxyx), size, size), dtype=torch.uint8)
         for i, (y1, x1, y2, x2) in enumerate(yxyx.astype(int)):
@@ -118,100 +187,126 @@ def torchvision_row(size: int, batch: int, repeats: int) -> tuple[float, float]:
         sum(losses.values()).backward()
         optimizer.step()
 
-    return batch / seconds, median_seconds(train_step, repeats, warmups=1)
+    return median_seconds(train_step, args.repeats, warmups=1)
 
 
-def converted_rows(repeats: int) -> None:
-    """The converted-model table (module docstring)."""
-    import tempfile
+def child(args) -> None:
+    if args.child in ("torch", "torchvision"):
+        import torch  # before TensorFlow: the other order segfaults
 
-    from sklearn.datasets import load_sample_images
-
-    photos = dict(zip(("china", "flower"), load_sample_images().images, strict=True))
-    with tempfile.TemporaryDirectory() as workdir:
-        model = torchvision.models.detection.maskrcnn_resnet50_fpn(
-            weights=None, weights_backbone=None, num_classes=91
-        ).eval()
-        checkpoint = os.path.join(workdir, "maskrcnn.pth")
-        torch.save(model.state_dict(), checkpoint)
-        import tensorflow as tf
-
-        from lambda_keras.detection import maskrcnn_resnet50_fpn
-        from lambda_keras.detection.convert_torchvision import convert
-        from lambda_keras.detection.serving import export_detector
-
-        weights = convert("maskrcnn_resnet50_fpn", checkpoint, f"{workdir}/m.weights.h5")
-        keras_model = maskrcnn_resnet50_fpn(weights=weights)
-        served = tf.saved_model.load(export_detector(keras_model, f"{workdir}/sm"))
-        serve = served.signatures["serving_default"]
-        detect = tf.function(keras_model)
-        print("| photo | resized | torchvision (s) | SavedModel (s) | Keras model (s) | ratio |")
-        print("|---|---|---|---|---|---|")
-        for name, photo in photos.items():
-            print(_photo_row(name, photo, model, serve, detect, repeats))
+        torch.set_num_threads(args.threads)
+    cells = torchvision_cells(args) if args.child == "torchvision" else keras_cells(args)
+    print(json.dumps(cells))
 
 
-def _photo_row(name, photo, model, serve, detect, repeats: int) -> str:
-    import tensorflow as tf
+# ---------------------------------------------------------------------------------------------
+# In the parent: one child per column (torchvision first: it writes the converted weights).
 
-    from lambda_keras.detection.image_size import round_up
-    from lambda_keras.detection.transform_graph import torchvision_resize
 
-    tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+def run_child(column: str, args, argv: list[str]) -> dict[str, float]:
+    threads = str(args.threads)
+    env = {
+        **os.environ,
+        "TF_CPP_MIN_LOG_LEVEL": "2",
+        "KERAS_BACKEND": column if column in KERAS_BACKENDS else "tensorflow",
+        "TF_NUM_INTRAOP_THREADS": threads,
+        "TF_NUM_INTEROP_THREADS": "1",
+        "OMP_NUM_THREADS": threads,
+    }
+    command = [sys.executable, os.path.abspath(__file__), *argv, f"--child={column}"]
+    command.append(f"--workdir={args.workdir}")
+    print(f"timing {column} ...", file=sys.stderr, flush=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        print(f"{column} failed: {last}", file=sys.stderr, flush=True)
+        return {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
-    def run_torchvision():
-        with torch.inference_mode():
-            model([tensor])
 
-    reference = median_seconds(run_torchvision, repeats, warmups=1)
-    image = tf.constant(photo)
-    saved = median_seconds(lambda: serve(image=image), repeats, warmups=1)
-    resized, size = torchvision_resize(image)
-    h, w = (int(s) for s in size)
-    batch = tf.image.pad_to_bounding_box(resized, 0, 0, round_up(h), round_up(w))
-    inputs = {"images": batch[None], "image_sizes": tf.constant([[h, w]])}
-    alone = median_seconds(lambda: detect(inputs)["boxes"].numpy(), repeats, warmups=1)
-    return (
-        f"| {name} {photo.shape[0]}x{photo.shape[1]} | {h}x{w} | {reference:.2f} | "
-        f"{saved:.2f} | {alone:.2f} | {saved / reference:.2f}x |"
+def inference_table(results: dict, columns: list[str]) -> Table:
+    keras_columns = [c for c in columns if c in KERAS_BACKENDS]
+    serving = ["tensorflow SavedModel"] if "tensorflow" in columns else []
+    table = Table(
+        "inference",
+        "maskrcnn_resnet50_fpn at torchvision's preprocessing, seconds per photo "
+        "(lambda_keras: detect(model, photo))",
+        ["photo", *[c for c in columns if c == "torchvision"], *keras_columns, *serving],
     )
+    table.print_header()
+    for name in PHOTOS:
+        row = [name]
+        row += [results[c].get(f"infer {name}") for c in columns if c == "torchvision"]
+        row += [results[c].get(f"infer {name}") for c in keras_columns]
+        row += [results["tensorflow"].get(f"serve {name}") for _ in serving]
+        table.add(*row)
+    if "torchvision" not in columns:
+        table.note("torchvision not installed: the Keras models keep their own random weights.")
+    return table
+
+
+def training_table(results: dict, columns: list[str], args) -> Table:
+    table = Table(
+        "training",
+        f"Mask R-CNN, one training step (batch {args.batch}, 80 classes), seconds",
+        ["model", "size", *columns],
+        labels=2,
+    )
+    table.print_header()
+    for size in args.sizes:
+        for backbone in args.backbones:
+            cells = [results[c].get(f"step {backbone} {size}") for c in columns]
+            table.add(f"lambda_keras MaskRCNN, {backbone}", size, *cells)
+        if "torchvision" in columns:
+            cells = [results[c].get(f"step torchvision {size}") for c in columns]
+            table.add("torchvision maskrcnn_resnet50_fpn", size, *cells)
+    return table
+
+
+def installed(column: str) -> bool:
+    return importlib.util.find_spec(column) is not None
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--backends", type=names(KERAS_BACKENDS), default=["tensorflow"])
+    parser.add_argument(
+        "--tables", type=names(("inference", "training")), default=["inference", "training"]
+    )
+    parser.add_argument("--sizes", type=sizes(SIZE_MULTIPLE), default=[512])
+    parser.add_argument("--backbones", type=names(BACKBONES), default=["lambda_resnet50"])
+    parser.add_argument("--batch", type=positive_int, default=1)
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    add_output_argument(parser)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=sizes(SIZE_MULTIPLE), default=[512, 1024])
-    parser.add_argument(
-        "--backbones",
-        type=names([f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]),
-        default=["lambda_resnet50", "resnet_rs50"],
-    )
-    parser.add_argument("--batch", type=positive_int, default=1)
-    parser.add_argument("--repeats", type=positive_int, default=3)
-    parser.add_argument("--converted", action="store_true", help="the converted-model table")
-    parser.add_argument("--threads", type=positive_int, default=None)
-    args = parser.parse_args(argv)
-    if args.converted and not HAVE_TORCHVISION:
-        parser.error("--converted compares against torchvision: pip install torchvision")
-    threads = args.threads or (2 if args.converted else os.cpu_count())
-    _set_threads(threads)
-    if args.converted:
-        print(f"maskrcnn_resnet50_fpn at torchvision's preprocessing, {threads} threads each")
-        converted_rows(args.repeats)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parse(argv)
+    if args.child:
+        child(args)
         return
-    print(f"Mask R-CNN, batch {args.batch}, {threads} threads, random weights, 80 classes")
-    print("| model | size | inference img/s | train step (s) |")
-    print("|---|---|---|---|")
-    for size in args.sizes:
-        for name in args.backbones:
-            images_per_s, step = keras_row(name, size, args.batch, args.repeats)
-            print(f"| lambda_keras MaskRCNN, {name} | {size} | {images_per_s:.2f} | {step:.2f} |")
-        if HAVE_TORCHVISION:
-            images_per_s, step = torchvision_row(size, args.batch, args.repeats)
-            print(
-                f"| torchvision maskrcnn_resnet50_fpn | {size} | {images_per_s:.2f} | {step:.2f} |"
-            )
-        else:
-            print(f"| torchvision (not installed) | {size} | | |")
+    columns = [c for c in ["torchvision", *args.backends] if installed(c)]
+    missing = [c for c in ["torchvision", *args.backends] if not installed(c)]
+    with tempfile.TemporaryDirectory() as workdir:
+        args.workdir = workdir
+        passed = [a for a in argv if not a.startswith("--output")]
+        results = {column: run_child(column, args, passed) for column in columns}
+    tables = []
+    if "inference" in args.tables:
+        tables.append(inference_table(results, columns))
+    if "training" in args.tables:
+        tables.append(training_table(results, columns, args))
+    if missing:
+        tables[-1].note(f"not installed, left out: {', '.join(missing)}")
+    failed = [c for c in columns if not results[c]]
+    if failed:
+        tables[-1].note(f"failed (empty cells, message above): {', '.join(failed)}")
+    write(args.output, "bench_detection", tables, threads=args.threads, repeats=args.repeats)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import sys
 
 import numpy as np
 from arguments import names, positive_int, sizes
+from results import Table, add_output_argument, write
 from timing import median_seconds
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
@@ -185,6 +186,7 @@ def main(argv=None) -> None:
     parser.add_argument("--boxes", type=sizes(1), default=[1000, 5000])
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--threads", type=positive_int, default=2)
+    add_output_argument(parser)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -195,14 +197,18 @@ def main(argv=None) -> None:
     results = {column: run_child(column, args) for column in columns}
     cells = [f"{op} {n}" for n in args.boxes for op in ("nms", "batched_nms")]
     cells.append("roi_align 1000")
-    print(f"detection ops, {args.threads} threads per process, median ms of {args.repeats}")
-    print("| op | " + " | ".join(columns) + " |")
-    print("|---|" + "---|" * len(columns))
+    table = Table(
+        "ops",
+        f"detection ops, {args.threads} threads per process, median ms of {args.repeats}",
+        ["op", *columns],
+        digits=[0] + [1] * len(columns),
+    )
+    table.print_header()
     for cell in cells:
-        values = [results[c].get(cell) for c in columns]
-        print(f"| {cell} | " + " | ".join("" if v is None else f"{v:.1f}" for v in values) + " |")
+        table.add(cell, *[results[c].get(cell) for c in columns])
     if missing:
-        print(f"not installed, left out: {', '.join(missing)}")
+        table.note(f"not installed, left out: {', '.join(missing)}")
+    write(args.output, "bench_detection_ops", [table], threads=args.threads, repeats=args.repeats)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,9 @@ A cell whose warm-up run takes longer than ``--max-seconds`` is that one run (ma
     python benchmarks/bench_layers.py --quick                 # batch 8, 3 repeats
     python benchmarks/bench_layers.py --sweep --backends=jax  # where einsum/conv break even
     python benchmarks/bench_layers.py --backends=tensorflow,tensorflow_onednn_off
+    python benchmarks/bench_layers.py --scaling=8,16,32,48,64  # time, memory vs map size
+
+``--output=benchmarks/results/<name>.json`` also writes the tables (``benchmarks/results.py``).
 
 ``tensorflow`` is TensorFlow as ``import lambda_keras`` sets it up (oneDNN on unless
 ``TF_ENABLE_ONEDNN_OPTS`` is set); ``tensorflow_onednn_off`` and ``tensorflow_onednn_on`` set
@@ -45,7 +48,8 @@ import subprocess
 import sys
 import time
 
-from arguments import names, positive_int
+from arguments import names, positive_int, sizes
+from results import Table, add_output_argument, write
 
 SHAPES = {"c4": (14, 256), "c5": (7, 512)}  # map side, channels at 224px
 SCOPES = [23, 7, None]
@@ -197,6 +201,13 @@ def fmt_ms(row: dict | None) -> str:
     return f"{row['ms']:,.1f}{'*' if row['one_run'] else ''}"
 
 
+def ms_cell(row: dict | None) -> float | str | None:
+    """A number for the results file, or the marked text of a one-run cell."""
+    if row is None:
+        return None
+    return fmt_ms(row) if row["one_run"] else row["ms"]
+
+
 def scope_name(scope: int | None) -> str:
     return "global" if scope is None else f"{scope}x{scope}"
 
@@ -210,7 +221,7 @@ def layer_cells() -> list[dict]:
     ]
 
 
-def layer_table(args) -> None:
+def layer_table(args) -> list[Table]:
     cells = layer_cells()
     results = {column: run_child(column, cells, args) for column in args.backends}
     if args.timm:
@@ -221,37 +232,58 @@ def layer_table(args) -> None:
         for column, rows in results.items()
         for r in rows
     }
-    print(
-        f"\n## Lambda layer, forward+backward ms, batch {args.batch}, |k|=16, |h|=4, training mode "
-        f"(median of {args.repeats}; * one run), {os.cpu_count()} CPU cores"
-    )
     for column in args.backends:
         kinds = sorted({r["cpu"] for r in results[column]})
         print(f"- {column}: `auto` sees the CPU as {', '.join(kinds) or 'n/a (failed)'}")
     columns = [*args.backends, *([TIMM] if args.timm else [])]
-    print(f"\n| stage | scope | implementation | {' | '.join(columns)} |")
-    print("|---|---|---|" + "---|" * len(columns))
+    layers = Table(
+        "layers",
+        f"Lambda layer, forward+backward ms, batch {args.batch}, |k|=16, |h|=4, training mode "
+        f"(median of {args.repeats}; * one run), {os.cpu_count()} CPU cores",
+        ["stage", "scope", "implementation", *columns],
+        digits=[0, 0, 0, *(1 for _ in columns)],
+        labels=3,
+    )
+    layers.print_header()
     for stage, (side, channels) in SHAPES.items():
         for scope in SCOPES:
-            where = f"{stage} {side}x{side}x{channels} | {scope_name(scope)}"
+            where = (f"{stage} {side}x{side}x{channels}", scope_name(scope))
             for impl in IMPLEMENTATIONS:
-                values = [fmt_ms(table.get((stage, scope, impl, c))) for c in args.backends]
-                print(f"| {where} | {impl} | {' | '.join(values)} |" + " |" * args.timm)
+                values = [ms_cell(table.get((stage, scope, impl, c))) for c in args.backends]
+                layers.add(*where, impl, *values, *([None] if args.timm else []))
             autos = [table.get((stage, scope, "auto", c)) for c in args.backends]
             values = [fmt_ms(a) + (f" ({a['resolved']})" if a else "") for a in autos]
             if args.timm:
                 values.append(fmt_ms(table.get((stage, scope, TIMM, TIMM))))
-            print(f"| {where} | auto (timm: its `LambdaLayer`) | {' | '.join(values)} |")
+            layers.add(*where, "auto (timm: its `LambdaLayer`)", *values)
             ratios = []
             for column in args.backends:
                 ratio, best = choice_ratio(table, stage, scope, column)
                 ratios.append("-" if ratio is None else f"{ratio:.2f} ({best})")
             if args.timm:
                 ratios.append(timm_ratio(table, stage, scope, args.backends))
-            print(
-                f"| {where} | auto's choice / fastest (timm: auto / timm) | {' | '.join(ratios)} |"
-            )
+            layers.add(*where, "auto's choice / fastest (timm: auto / timm)", *ratios)
     print_targets(table, args.backends)
+    return [layers, *([versus_timm(table, args)] if args.timm else [])]
+
+
+def versus_timm(table: dict, args) -> Table:
+    """``auto`` on each backend beside timm's ``LambdaLayer``, shape by shape."""
+    versus = Table(
+        "versus_timm",
+        f"The lambda layer (implementation='auto') on each backend and timm's LambdaLayer, "
+        f"forward+backward ms, batch {args.batch}",
+        ["shape", *args.backends, TIMM],
+        digits=[0, *(1 for _ in args.backends), 1],
+    )
+    versus.print_header()
+    for stage, (side, channels) in SHAPES.items():
+        for scope in SCOPES:
+            rows = [table.get((stage, scope, "auto", c)) for c in args.backends]
+            rows.append(table.get((stage, scope, TIMM, TIMM)))
+            shape = f"{stage} {side}x{side}x{channels}, scope {scope_name(scope)}"
+            versus.add(shape, *[None if r is None else r["ms"] for r in rows])
+    return versus
 
 
 def fastest(table: dict, stage: str, scope, column: str) -> dict | None:
@@ -359,33 +391,84 @@ def print_ratio_rules(table: dict) -> None:
             print(f"| {ratio} | {max(losses):.2f} | {statistics.mean(losses):.2f} |")
 
 
-def memory_table(side: int, batch: int, channels: int) -> None:
+def peak(layer, shape, **options):
+    """``measure_layer_call`` of ``layer`` on TensorFlow, in a fresh process."""
+    import keras
+
+    from lambda_keras.profiling import measure_layer_call
+
+    config = keras.saving.serialize_keras_object(layer)
+    return measure_layer_call(config, shape, backend="tensorflow", **options)
+
+
+def memory_table(side: int, batch: int, channels: int) -> Table:
     import keras
 
     from lambda_keras.layers import LambdaLayer
-    from lambda_keras.profiling import measure_layer_call
 
-    def peak_mib(layer, shape, **options) -> float:
-        config = keras.saving.serialize_keras_object(layer)
-        return measure_layer_call(config, shape, backend="tensorflow", **options).peak_mib
-
-    print(f"\n## Memory: global lambda layer vs MultiHeadAttention, {side}x{side}x{channels}")
-    print("(peak resident memory one forward pass adds, each in a fresh TensorFlow process)")
-    print("| layer | batch | forward peak MiB | note |")
-    print("|---|---|---|---|")
+    table = Table(
+        "memory",
+        f"Memory: global lambda layer vs MultiHeadAttention, {side}x{side}x{channels} (peak "
+        "resident memory one forward pass adds, each in a fresh TensorFlow process)",
+        ["layer", "batch", "forward peak MiB", "note"],
+        digits=[0, 0, 0, 0],
+        labels=2,
+    )
+    table.print_header()
     layer = LambdaLayer(channels, scope_size=None, implementation="einsum")
-    lam = peak_mib(layer, (batch, side, side, channels))
-    print(f"| LambdaLayer global (einsum) | {batch} | {lam:.0f} | measured |")
+    lam = peak(layer, (batch, side, side, channels)).peak_mib
+    table.add("LambdaLayer global (einsum)", batch, lam, "measured")
     # The attention maps alone are batch * 8 * n^2 floats: too large to run at batch 32 on a
     # 24 GB host, so MHA is measured at batch 1 and 2 and extrapolated linearly.
     mha = keras.layers.MultiHeadAttention(num_heads=8, key_dim=channels // 8, attention_axes=(1, 2))
     peaks = {}
     for b in (1, 2):
-        peaks[b] = peak_mib(mha, (b, side, side, channels), inputs=2)
-        print(f"| MultiHeadAttention (8 heads) | {b} | {peaks[b]:.0f} | measured |")
+        peaks[b] = peak(mha, (b, side, side, channels), inputs=2).peak_mib
+        table.add("MultiHeadAttention (8 heads)", b, peaks[b], "measured")
     mha_full = peaks[1] + (peaks[2] - peaks[1]) * (batch - 1)
-    print(f"| MultiHeadAttention (8 heads) | {batch} | {mha_full:.0f} | linear extrapolation |")
-    print(f"\nLambdaLayer / MultiHeadAttention at batch {batch}: 1/{mha_full / lam:.0f}")
+    table.add("MultiHeadAttention (8 heads)", batch, mha_full, "linear extrapolation")
+    table.note(f"LambdaLayer / MultiHeadAttention at batch {batch}: 1/{mha_full / lam:.0f}")
+    return table
+
+
+def scaling_tables(sides: list[int], channels: int = 256) -> list[Table]:
+    """The paper's argument: time and memory of one forward pass against the map size, a global
+    lambda layer beside MultiHeadAttention (8 heads), batch 1, each in a fresh process."""
+    import keras
+
+    from lambda_keras.layers import LambdaLayer
+
+    names = ("LambdaLayer global", "MultiHeadAttention")
+    common = f"batch 1, {channels} channels, each in a fresh TensorFlow process"
+    time_table = Table(
+        "scaling_time",
+        f"One forward pass (ms) against the map side, {common}",
+        ["map side", *names],
+        digits=[0, 1, 1],
+        plot="lines",
+    )
+    memory = Table(
+        "scaling_memory",
+        f"Peak resident memory one forward pass adds (MiB) against the map side, {common}",
+        ["map side", *names],
+        digits=[0, 0, 0],
+        plot="lines",
+    )
+    time_table.print_header()
+    rows = []
+    for side in sides:
+        shape = (1, side, side, channels)
+        lam = peak(LambdaLayer(channels, scope_size=None, implementation="einsum"), shape)
+        mha = keras.layers.MultiHeadAttention(
+            num_heads=8, key_dim=channels // 8, attention_axes=(1, 2)
+        )
+        att = peak(mha, shape, inputs=2)
+        time_table.add(side, 1000 * lam.seconds, 1000 * att.seconds)
+        rows.append((side, lam.peak_mib, att.peak_mib))
+    memory.print_header()
+    for row in rows:
+        memory.add(*row)
+    return [time_table, memory]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -415,6 +498,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="a cell whose warm-up run takes longer is that one run (default 30)",
     )
     parser.add_argument("--skip-memory", action="store_true", help="no 64x64 memory table")
+    parser.add_argument(
+        "--scaling",
+        type=sizes(1),
+        default=None,
+        metavar="SIDES",
+        help="only time and memory against the map side, e.g. 8,16,32,64 (LambdaLayer vs MHA)",
+    )
+    add_output_argument(parser)
     parser.add_argument("--child", choices=(*BACKENDS, TIMM), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.quick:
@@ -446,9 +537,13 @@ def main(argv=None) -> None:
     if args.sweep:
         sweep(args)
         return
-    layer_table(args)
-    if not args.skip_memory:
-        memory_table(64, args.batch, 256)
+    if args.scaling:
+        tables = scaling_tables(args.scaling)
+    else:
+        tables = layer_table(args)
+        if not args.skip_memory:
+            tables.append(memory_table(64, args.batch, 256))
+    write(args.output, "bench_layers", tables, batch=args.batch, repeats=args.repeats)
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import tempfile
 import time
 
 from arguments import positive_int
+from results import Table, add_output_argument, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TRAIN = os.path.join(ROOT, "training", "train.py")
@@ -62,18 +63,24 @@ def main(argv=None) -> None:
         "--epochs", type=positive_int, default=None, help="Default: the main job's."
     )
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=BACKENDS)
+    add_output_argument(parser)
     args = parser.parse_args(argv)
-    print("| backend | model | parameters | test top-1 | training s | whole run s |")
-    print("|---|---|---|---|---|---|")
+    table = Table(
+        "main_job",
+        "training/train.py (the main job) and its baseline, each run in a fresh process",
+        ["backend", "model", "parameters", "test top-1 (%)", "training s", "whole run s"],
+        digits=[0, 0, 0, 2, 0, 0],
+        labels=2,
+    )
+    table.print_header()
     with tempfile.TemporaryDirectory() as tmp:
         for backend in args.backends:
             for model in args.models:
                 row = run(model, os.path.join(tmp, backend, model), args.epochs, backend)
-                print(
-                    f"| {backend} | {model} | {row['params']:,} | {100 * row['top1']:.2f}% | "
-                    f"{row['train_s']} | {row['wall_s']:.0f} |",
-                    flush=True,
+                table.add(
+                    backend, model, row["params"], 100 * row["top1"], row["train_s"], row["wall_s"]
                 )
+    write(args.output, "bench_main_job", [table], epochs=args.epochs)
 
 
 if __name__ == "__main__":

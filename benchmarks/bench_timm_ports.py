@@ -24,6 +24,7 @@ import numpy as np
 import timm
 import torch  # before TensorFlow (imported by lambda_keras): the other order segfaults
 from arguments import names, positive_int
+from results import Table, add_output_argument, write
 from timing import median_seconds
 
 from lambda_keras.layers.implementation_choice import IMPLEMENTATIONS
@@ -63,6 +64,7 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=positive_int, default=5)
     parser.add_argument("--threads", type=positive_int, default=os.cpu_count())
     parser.add_argument("--implementations", type=names(IMPLEMENTATIONS), default=["auto"])
+    add_output_argument(parser)
     args = parser.parse_args(argv)
     import tensorflow as tf
 
@@ -72,19 +74,19 @@ def main(argv=None) -> None:
 
     x = np.random.default_rng(0).normal(size=(args.batch, 256, 256, 3)).astype("float32")
     implementations = args.implementations
-    print(
+    table = Table(
+        "timm_ports",
         f"Inference at 256x256, batch {args.batch}, {args.threads} threads, "
-        f"median of {args.repeats} (images/s):\n"
+        f"median of {args.repeats} (images/s)",
+        ["model", "timm (PyTorch)", *(f"Keras `{i}`" for i in implementations)],
+        digits=[0, 1, *(1 for _ in implementations)],
     )
-    print(
-        "| model | timm (PyTorch) | " + " | ".join(f"Keras `{i}`" for i in implementations) + " |"
-    )
-    print("|---|---:|" + "---:|" * len(implementations))
+    table.print_header()
     for name in args.models:
         reference = timm_speed(name, x, args.repeats)
         ours = [keras_speed(name, x, impl, args.repeats) for impl in implementations]
-        cells = " | ".join(f"{speed:.1f}" for speed in ours)
-        print(f"| {name} | {reference:.1f} | {cells} |", flush=True)
+        table.add(name, reference, *ours)
+    write(args.output, "bench_timm_ports", [table], batch=args.batch, threads=args.threads)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from arguments import positive_int  # noqa: E402
+from results import Table, add_output_argument, write
 
 BACKENDS = ("tensorflow", "jax", "torch")
 MODEL_NAMES = ("lambda_resnet50", "resnet_rs50", "keras_resnet50")
@@ -126,6 +127,7 @@ def main(argv=None):
         help="Keras backends to compare (torch: skipped with a note when not installed)",
     )
     parser.add_argument("--no-xla", action="store_true", help="skip TensorFlow's XLA rows")
+    add_output_argument(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:  # one row, on the backend KERAS_BACKEND names
@@ -137,25 +139,25 @@ def main(argv=None):
     import keras
     import tensorflow as tf
 
-    print(
+    table = Table(
+        "train",
         f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-        f"batch {args.batch}, 224x224, median of {args.steps} steps, each row in its own process"
+        f"batch {args.batch}, 224x224, median of {args.steps} steps, each row in its own process",
+        ["backend", "model", "precision", "XLA", "train img/s", "inference img/s"],
+        digits=[0, 0, 0, 0, 1, 1],
+        labels=4,
     )
-    print("| backend | model | precision | XLA | train img/s | inference img/s |")
-    print("|---|---|---|---|---|---|")
+    table.print_header()
     for backend in backends:
         xla_settings = {"tensorflow": (False,) if args.no_xla else (False, True), "jax": (True,)}
         for name in args.models:
             for policy in POLICIES:
                 for xla in xla_settings.get(backend, (False,)):
                     train, infer = row_in_child(backend, name, policy, xla, args.batch, args.steps)
-                    print(
-                        f"| {backend} | {name} | {policy} | {'on' if xla else 'off'} | "
-                        f"{train:.1f} | {infer:.1f} |",
-                        flush=True,
-                    )
+                    table.add(backend, name, policy, "on" if xla else "off", train, infer)
     rate = pipeline_throughput(args.batch, batches=5)
-    print(f"\ninput pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s")
+    table.note(f"input pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s")
+    write(args.output, "bench_train", [table], batch=args.batch, steps=args.steps)
 
 
 if __name__ == "__main__":

@@ -1,28 +1,42 @@
-"""The detection benchmark prints its rows (slow); bad sizes: test_bad_arguments.py."""
+"""The detection benchmark writes a row per photo and per model with a time for every column
+(slow); bad arguments: test_bad_arguments.py."""
 
-import os
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.backend import child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_detection.py"
-ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+
+
+def test_the_size_multiple_is_the_package_s():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import bench_detection
+    finally:
+        sys.path.remove(str(SCRIPT.parent))
+    from lambda_keras.detection.image_size import SIZE_MULTIPLE
+
+    assert bench_detection.SIZE_MULTIPLE == SIZE_MULTIPLE
 
 
 @pytest.mark.slow
-def test_bench_detection_prints_a_row_per_model():
-    result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--sizes=128", "--backbones=resnet_rs50", "--repeats=1"],
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env=ENV,
-    )
+def test_bench_detection_times_every_backend(tmp_path):
+    output = tmp_path / "detection.json"
+    command = [sys.executable, str(SCRIPT), "--backends=tensorflow,jax", "--sizes=128"]
+    command += ["--backbones=resnet_rs50", "--repeats=1", f"--output={output}"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=3000, env=child_env())
     assert result.returncode == 0, result.stderr[-2000:]
-    rows = [line for line in result.stdout.splitlines() if "| 128 |" in line]
-    assert rows and rows[0].startswith("| lambda_keras MaskRCNN, resnet_rs50 | 128 |")
-    speed, step = (float(cell) for cell in rows[0].strip("|").split("|")[2:4])
-    assert speed > 0 and step > 0
+    tables = json.loads(output.read_text())["tables"]
+    inference, training = tables["inference"], tables["training"]
+    assert inference["columns"][-3:] == ["tensorflow", "jax", "tensorflow SavedModel"]
+    assert [row[0] for row in inference["rows"]] == ["china", "flower"]
+    assert all(cell > 0 for row in inference["rows"] for cell in row[-3:])
+    row = training["rows"][0]
+    assert row[:2] == ["lambda_keras MaskRCNN, resnet_rs50", 128] and all(c > 0 for c in row[-2:])
+    assert "| china |" in result.stdout

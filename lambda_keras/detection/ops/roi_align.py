@@ -9,8 +9,13 @@ sampling the continuous point ``p`` of the map interpolates between the cells wh
 surround ``p``; ``aligned=False`` is the original (Mask R-CNN paper) mis-aligned version.
 
 **Sampling.** Each of the ``out_h x out_w`` bins averages ``sampling_ratio x sampling_ratio``
-bilinear samples at the centres of a regular sub-grid of the bin. A fixed ``sampling_ratio``
-keeps every shape static (XLA, TPU); torchvision's adaptive ``sampling_ratio=0`` is not offered.
+bilinear samples at the centres of a regular sub-grid of the bin. ``sampling_ratio=0`` is
+torchvision's adaptive count: a box of ``roi_h x roi_w`` cells takes ``ceil(roi_h / out_h) x
+ceil(roi_w / out_w)`` samples per bin. Shapes stay static (XLA, TPU) because the adaptive count
+needs a bound, ``max_sampling_ratio``: every box is sampled on a ``max_sampling_ratio`` sub-grid
+whose unused samples weigh 0, so the cost is that of ``sampling_ratio=max_sampling_ratio``, and
+a box that would need more samples per bin than the bound takes the bound (the result then
+differs from torchvision's; choose the bound from the largest box in map cells / output size).
 At the map's border a sample within one cell outside the map takes the border value; one
 further out counts as 0 (torchvision's and Detectron2's rule).
 """
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from keras import ops
 
 from lambda_keras import _validation as v
@@ -36,6 +42,7 @@ def roi_align(
     spatial_scale: float = 1.0,
     sampling_ratio: int = 2,
     aligned: bool = True,
+    max_sampling_ratio: int | None = None,
 ) -> Tensor:
     """ROIAlign on one feature map.
 
@@ -44,8 +51,11 @@ def roi_align(
         boxes: ``[batch, num_boxes, 4]`` in image pixels ``(y1, x1, y2, x2)``.
         output_size: ``out`` or ``(out_h, out_w)``.
         spatial_scale: Map size / image size (``1 / stride``).
-        sampling_ratio: Samples per bin along each axis (a positive integer).
+        sampling_ratio: Samples per bin along each axis (a positive integer), or 0 for
+            torchvision's adaptive count (module docstring).
         aligned: Half-pixel alignment (module docstring).
+        max_sampling_ratio: With ``sampling_ratio=0`` (and only then), the most samples per
+            bin along each axis (a positive integer; it sets the cost).
 
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
@@ -67,7 +77,7 @@ def roi_align(
         widths=ones * shape[2],
         offsets=ones * 0,
         output_size=_output_size(output_size),
-        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        sampling=_sampling(sampling_ratio, max_sampling_ratio),
         aligned=v.boolean("aligned", aligned),
     )
 
@@ -107,6 +117,7 @@ def multilevel_roi_align(
     canonical_size: float = 224.0,
     canonical_level: int = 4,
     valid_sizes: Tensor | None = None,
+    max_sampling_ratio: int | None = None,
 ) -> Tensor:
     """ROIAlign over a feature pyramid: each box is pooled from the level
     :func:`assign_pyramid_levels` gives it.
@@ -119,6 +130,7 @@ def multilevel_roi_align(
             of the maps that holds its image (the rest is padding of a larger batch): the
             border rule above applies at ``ceil(valid_size / stride)`` cells instead of at the
             maps' edges, so an image gives what it gives alone in a batch of its own size.
+        output_size, sampling_ratio, aligned, max_sampling_ratio: As in :func:`roi_align`.
 
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
@@ -168,9 +180,34 @@ def multilevel_roi_align(
         limits=limits,
         offsets=ops.take(offsets, index),
         output_size=_output_size(output_size),
-        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        sampling=_sampling(sampling_ratio, max_sampling_ratio),
         aligned=v.boolean("aligned", aligned),
     )
+
+
+def _sampling(sampling_ratio, max_sampling_ratio) -> tuple[int, bool]:
+    """``(samples per bin per axis on the static grid, adaptive)`` from the two arguments."""
+    is_int = isinstance(sampling_ratio, (int, np.integer)) and not isinstance(sampling_ratio, bool)
+    if not is_int or sampling_ratio < 0:
+        raise ValueError(
+            "`sampling_ratio` must be a positive integer, or 0 for the adaptive count; received "
+            f"sampling_ratio={sampling_ratio!r}."
+        )
+    if sampling_ratio > 0:
+        ratio = int(sampling_ratio)
+        if max_sampling_ratio is not None:
+            raise ValueError(
+                "`max_sampling_ratio` bounds the adaptive count and needs sampling_ratio=0; "
+                f"received sampling_ratio={ratio}, max_sampling_ratio={max_sampling_ratio!r}."
+            )
+        return ratio, False
+    if max_sampling_ratio is None:
+        raise ValueError(
+            "sampling_ratio=0 (torchvision's adaptive ceil(roi / output_size) samples per bin) "
+            "needs `max_sampling_ratio`, a positive int bounding the samples per bin per axis so "
+            "that shapes stay static; received max_sampling_ratio=None."
+        )
+    return v.positive_int("max_sampling_ratio", max_sampling_ratio), True
 
 
 def _int_vector(values) -> Tensor:
@@ -205,49 +242,66 @@ def _output_size(output_size) -> tuple[int, int]:
     return size, size
 
 
-def _axis_samples(start, end, size, bins: int, ratio: int, aligned: bool):
+def _axis_samples(start, end, size, bins: int, sampling: tuple[int, bool], aligned: bool):
     """Per box, the sample positions along one axis, as interpolation indices and weights.
 
     Args:
         start, end: ``[b, n]`` box edges in map cells (already scaled).
         size: ``[b, n]`` int32 length of the box's map along this axis.
+        sampling: ``(ratio, adaptive)``; adaptive: ``ceil(extent / bins)`` of the ``ratio``
+            samples per bin are used, the others weigh 0.
 
     Returns:
-        ``(low, high, w_low, w_high)``, each ``[b, n, bins * ratio]``: the two cells around
-        each sample and their weights (0 for a sample beyond one cell outside the map).
+        ``(low, high, w_low, w_high, count)``: the first four ``[b, n, bins * ratio]``, the
+        two cells around each sample and their weights (0 for a sample beyond one cell outside
+        the map or unused); ``count`` ``[b, n]`` the samples used per bin (``None`` if fixed).
     """
+    ratio, adaptive = sampling
     if aligned:
         start, end = start - 0.5, end - 0.5
         extent = end - start
     else:
         extent = ops.maximum(end - start, 1.0)
-    steps = (ops.arange(bins * ratio, dtype="float32") + 0.5) / (bins * ratio)
-    pos = start[..., None] + steps * extent[..., None]  # [b, n, S]
+    sample = ops.arange(ratio, dtype="float32") + 0.5
+    bin_index = ops.arange(bins, dtype="float32")
+    bin_size = (extent / bins)[..., None, None]
+    used = 1.0
+    count = None
+    if adaptive:  # torchvision: ceil(roi / bins) samples, none for an empty or inverted box
+        count = ops.clip(ops.ceil(extent / bins), 0.0, float(ratio))
+        used = ops.cast(sample[None, :] < count[..., None, None], "float32")
+        offsets = sample / ops.maximum(count, 1.0)[..., None, None]
+    else:
+        offsets = sample / ratio
+    pos = start[..., None, None] + (bin_index[:, None] + offsets) * bin_size  # [b, n, bins, r]
+    used = used + ops.zeros_like(pos)
+    samples = (ops.shape(start)[0], ops.shape(start)[1], bins * ratio)
+    pos, used = ops.reshape(pos, samples), ops.reshape(used, samples)
     limit = ops.cast(size, "float32")[..., None]
-    inside = ops.cast(ops.logical_and(pos >= -1.0, pos <= limit), "float32")
+    inside = ops.cast(ops.logical_and(pos >= -1.0, pos <= limit), "float32") * used
     pos = ops.minimum(ops.maximum(pos, 0.0), limit - 1.0)
     low = ops.floor(pos)
     frac = pos - low
     low = ops.cast(low, "int32")
     high = ops.minimum(low + 1, size[..., None] - 1)
-    return low, high, (1.0 - frac) * inside, frac * inside
+    return low, high, (1.0 - frac) * inside, frac * inside, count
 
 
 def _roi_align_flat(
-    flat, boxes, *, heights, widths, offsets, output_size, sampling_ratio, aligned, limits=None
+    flat, boxes, *, heights, widths, offsets, output_size, sampling, aligned, limits=None
 ):
     """ROIAlign where each box samples its own ``heights x widths`` map stored row-major at
     ``offsets`` in ``flat`` ``[batch, positions, channels]``; boxes already in map cells.
     ``limits`` (``(rows, columns)``, each ``[b, n]``, at most the map's) moves the border rule
     to the part of the map that holds the box's image."""
     out_h, out_w = output_size
-    ratio = sampling_ratio
+    ratio = sampling[0]
     limit_h, limit_w = (heights, widths) if limits is None else limits
-    y_low, y_high, wy_low, wy_high = _axis_samples(
-        boxes[..., 0], boxes[..., 2], limit_h, out_h, ratio, aligned
+    y_low, y_high, wy_low, wy_high, count_y = _axis_samples(
+        boxes[..., 0], boxes[..., 2], limit_h, out_h, sampling, aligned
     )
-    x_low, x_high, wx_low, wx_high = _axis_samples(
-        boxes[..., 1], boxes[..., 3], limit_w, out_w, ratio, aligned
+    x_low, x_high, wx_low, wx_high, count_x = _axis_samples(
+        boxes[..., 1], boxes[..., 3], limit_w, out_w, sampling, aligned
     )
     batch, num_boxes = ops.shape(boxes)[0], ops.shape(boxes)[1]
     positions, channels = ops.shape(flat)[1], ops.shape(flat)[2]
@@ -265,8 +319,13 @@ def _roi_align_flat(
             values = ops.reshape(values, (batch, num_boxes, sy, sx, channels))
             weight = ops.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
             out += values * weight[..., None]
-    # The mean of each bin's ratio x ratio samples, in tensors of rank 4 at most (LiteRT's
-    # XNNPACK delegate refuses a mean over a rank-7 tensor).
-    rows = ops.mean(ops.reshape(out, (-1, ratio, out_w, ratio * channels)), axis=1)
-    bins = ops.mean(ops.reshape(rows, (-1, out_w, ratio, channels)), axis=2)
-    return ops.reshape(bins, (batch, num_boxes, out_h, out_w, channels))
+    # Each bin's ratio x ratio samples reduced in tensors of rank 4 at most (LiteRT's XNNPACK
+    # delegate refuses a reduction over a rank-7 tensor).
+    reduce = ops.mean if count_y is None else ops.sum
+    rows = reduce(ops.reshape(out, (-1, ratio, out_w, ratio * channels)), axis=1)
+    bins = reduce(ops.reshape(rows, (-1, out_w, ratio, channels)), axis=2)
+    bins = ops.reshape(bins, (batch, num_boxes, out_h, out_w, channels))
+    if count_y is None:
+        return bins
+    count = ops.cast(ops.maximum(count_y * count_x, 1.0), bins.dtype)
+    return bins / count[..., None, None, None]

@@ -1,6 +1,8 @@
 """Loop-by-loop NumPy references written from the definitions (torchvision's C++ ROIAlign, greedy
 NMS, Detectron2's grid-sample paste), independent of the vectorised TensorFlow ops."""
 
+import math
+
 import numpy as np
 
 
@@ -41,23 +43,29 @@ def bilinear(feature, y, x):
 
 
 def roi_align(feature, box, out, scale, ratio, aligned):
-    """One box on one ``[h, w, c]`` map -> ``[out, out, c]``."""
+    """One box on one ``[h, w, c]`` map -> ``[out_h, out_w, c]`` (``out`` an int or a pair).
+
+    ``ratio=0`` is torchvision's adaptive count: ``ceil(roi / out)`` samples per bin per axis.
+    """
+    out_h, out_w = (out, out) if isinstance(out, int) else out
     offset = 0.5 if aligned else 0.0
     y1, x1, y2, x2 = (c * scale - offset for c in box)
     roi_h, roi_w = y2 - y1, x2 - x1
     if not aligned:
         roi_h, roi_w = max(roi_h, 1.0), max(roi_w, 1.0)
-    bin_h, bin_w = roi_h / out, roi_w / out
-    result = np.zeros((out, out, feature.shape[2]))
-    for ph in range(out):
-        for pw in range(out):
+    bin_h, bin_w = roi_h / out_h, roi_w / out_w
+    grid_h = ratio or max(math.ceil(bin_h), 0)
+    grid_w = ratio or max(math.ceil(bin_w), 0)
+    result = np.zeros((out_h, out_w, feature.shape[2]))
+    for ph in range(out_h):
+        for pw in range(out_w):
             total = 0.0
-            for iy in range(ratio):
-                y = y1 + ph * bin_h + (iy + 0.5) * bin_h / ratio
-                for ix in range(ratio):
-                    x = x1 + pw * bin_w + (ix + 0.5) * bin_w / ratio
+            for iy in range(grid_h):
+                y = y1 + ph * bin_h + (iy + 0.5) * bin_h / grid_h
+                for ix in range(grid_w):
+                    x = x1 + pw * bin_w + (ix + 0.5) * bin_w / grid_w
                     total = total + bilinear(feature, y, x)
-            result[ph, pw] = total / (ratio * ratio)
+            result[ph, pw] = total / max(grid_h * grid_w, 1)
     return result
 
 

@@ -37,6 +37,8 @@ def test_ops_match_torchvision(backend):
     assert set(diffs) == {
         "roi_align_aligned=True",
         "roi_align_aligned=False",
+        "roi_align_adaptive_aligned=True",
+        "roi_align_adaptive_aligned=False",
         "box_iou",
         "paste_masks",
         "encode_boxes",

@@ -28,31 +28,55 @@ def test_matches_torchvision_algorithm(aligned, scale):
     assert got.shape == (2, 5, 3, 4, 3)
     for b in range(2):
         for n in range(5):
-            expected = _reference_rect(features[b], boxes[b, n], (3, 4), scale, 2, aligned)
+            expected = reference.roi_align(features[b], boxes[b, n], (3, 4), scale, 2, aligned)
             np.testing.assert_allclose(numpy(got[b, n]), expected, atol=1e-5)
 
 
-def _reference_rect(feature, box, out, scale, ratio, aligned):
-    """The square reference run on a stretched copy: bins of an out_h x out_w grid."""
-    out_h, out_w = out
-    rows = reference.roi_align(feature, box, max(out), scale, ratio, aligned)
-    if out_h == out_w:
-        return rows
-    # Recompute directly for a rectangular grid.
-    offset = 0.5 if aligned else 0.0
-    y1, x1, y2, x2 = (c * scale - offset for c in box)
-    roi_h, roi_w = (y2 - y1, x2 - x1) if aligned else (max(y2 - y1, 1.0), max(x2 - x1, 1.0))
-    result = np.zeros((out_h, out_w, feature.shape[2]))
-    for ph in range(out_h):
-        for pw in range(out_w):
-            total = 0.0
-            for iy in range(ratio):
-                y = y1 + (ph + (iy + 0.5) / ratio) * roi_h / out_h
-                for ix in range(ratio):
-                    x = x1 + (pw + (ix + 0.5) / ratio) * roi_w / out_w
-                    total = total + reference.bilinear(feature, y, x)
-            result[ph, pw] = total / ratio**2
-    return result
+@pytest.mark.parametrize("aligned", [True, False])
+def test_adaptive_sampling_matches_torchvision_algorithm(aligned):
+    # sampling_ratio=0: ceil(roi / out) samples per bin per axis, here 1 to 5 (boxes of up to
+    # 1.3 maps at scale 0.5, out (3, 4)), a different count on each axis; an empty and an
+    # inverted box (aligned: no samples, so 0; not aligned: one cell, one sample).
+    rng = np.random.default_rng(5)
+    features = rng.normal(size=(1, 9, 11, 2)).astype("float32")
+    boxes = _boxes(rng, 8, 22)
+    boxes[1] = [6.0, 6.0, 6.0, 6.0]
+    boxes[2] = [9.0, 9.0, 5.0, 7.0]
+    got = numpy(
+        ops.roi_align(features, boxes[None], (3, 4), 0.5, 0, aligned=aligned, max_sampling_ratio=5)
+    )
+    counts = set()
+    for n, box in enumerate(boxes):
+        expected = reference.roi_align(features[0], box, (3, 4), 0.5, 0, aligned)
+        np.testing.assert_allclose(got[0, n], expected, atol=1e-5)
+        counts.add(int(np.ceil(max(box[2] - box[0], 0) * 0.5 / 3)))
+    assert 0 in counts and len(counts) >= 4, counts  # the boxes cover several counts
+    if aligned:
+        assert not got[0, 1].any() and not got[0, 2].any()
+
+
+def test_adaptive_sampling_takes_its_bound():
+    # A 14-cell box pooled to 7 takes 2 samples per bin, equal to sampling_ratio=2, whatever
+    # the bound above 2; a 28.6 x 28.9-cell box needs 5, and with the bound 2 it takes 2.
+    rng = np.random.default_rng(6)
+    features = rng.normal(size=(1, 32, 32, 3)).astype("float32")
+    small = np.array([[[1.0, 2.0, 15.0, 16.0]]], "float32")
+    large = np.array([[[1.3, 0.7, 29.9, 29.6]]], "float32")
+    fixed = numpy(ops.roi_align(features, small, 7, sampling_ratio=2))
+    for bound in (2, 3, 6):
+        adaptive = ops.roi_align(features, small, 7, sampling_ratio=0, max_sampling_ratio=bound)
+        np.testing.assert_allclose(numpy(adaptive), fixed, atol=1e-5)
+    five = numpy(ops.roi_align(features, large, 7, sampling_ratio=5))
+    capped = ops.roi_align(features, large, 7, sampling_ratio=0, max_sampling_ratio=2)
+    np.testing.assert_allclose(
+        numpy(ops.roi_align(features, large, 7, sampling_ratio=0, max_sampling_ratio=8)),
+        five,
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(
+        numpy(capped), numpy(ops.roi_align(features, large, 7, sampling_ratio=2)), atol=1e-5
+    )
+    assert np.abs(numpy(capped) - five).max() > 1e-3
 
 
 def test_half_pixel_alignment_on_a_ramp():
@@ -98,8 +122,17 @@ def test_gradients_and_compiled():
 
 def test_bad_arguments_are_named():
     features = np.zeros((1, 4, 4, 1), "float32")
-    with pytest.raises(ValueError, match="sampling_ratio"):
-        ops.roi_align(features, np.zeros((1, 1, 4)), 2, sampling_ratio=0)
+    boxes = np.zeros((1, 1, 4))
+    with pytest.raises(ValueError, match="needs `max_sampling_ratio`.*None"):
+        ops.roi_align(features, boxes, 2, sampling_ratio=0)
+    with pytest.raises(ValueError, match="needs sampling_ratio=0; received sampling_ratio=2"):
+        ops.roi_align(features, boxes, 2, sampling_ratio=2, max_sampling_ratio=4)
+    with pytest.raises(ValueError, match="or 0 for the adaptive count; received.*-1"):
+        ops.roi_align(features, boxes, 2, sampling_ratio=-1)
+    with pytest.raises(ValueError, match="sampling_ratio=True"):
+        ops.multilevel_roi_align({"P2": features}, boxes, sampling_ratio=True)
+    with pytest.raises(ValueError, match="max_sampling_ratio=0"):
+        ops.roi_align(features, boxes, 2, sampling_ratio=0, max_sampling_ratio=0)
     with pytest.raises(ValueError, match="output_size"):
         ops.roi_align(features, np.zeros((1, 1, 4)), 0)
     with pytest.raises(ValueError, match="consecutive levels"):

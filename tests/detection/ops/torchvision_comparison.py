@@ -35,6 +35,10 @@ def torch_results():
             torch.from_numpy(features), rois, (7, 5), 0.25, sampling_ratio=2, aligned=aligned
         )
         out[f"roi_align_aligned={aligned}"] = (features, boxes, pooled.numpy())
+        adaptive = torchvision.ops.roi_align(
+            torch.from_numpy(features), rois, (7, 5), 0.25, sampling_ratio=0, aligned=aligned
+        )
+        out[f"roi_align_adaptive_aligned={aligned}"] = adaptive.numpy()
     a, b = random_boxes(30, 50), random_boxes(20, 50)
     out["box_iou"] = (a, b, tv_boxes.box_iou(xyxy(a), xyxy(b)).numpy())
     scores = RNG.permutation(200).astype("float32") / 200
@@ -153,6 +157,22 @@ def main():
         )
         expected = expected.reshape(2, 16, 4, 7, 5).transpose(0, 1, 3, 4, 2)
         print(f"roi_align_aligned={aligned} max_diff={np.abs(got - expected).max():.3g}")
+        # Adaptive: up to ceil(40 cells / 5) = 8 samples per bin on these boxes.
+        got = arr(
+            ops.roi_align(
+                features.transpose(0, 2, 3, 1),
+                boxes,
+                (7, 5),
+                0.25,
+                sampling_ratio=0,
+                aligned=aligned,
+                max_sampling_ratio=8,
+            )
+        )
+        expected = reference[f"roi_align_adaptive_aligned={aligned}"]
+        expected = expected.reshape(2, 16, 4, 7, 5).transpose(0, 1, 3, 4, 2)
+        diff = np.abs(got - expected).max()
+        print(f"roi_align_adaptive_aligned={aligned} max_diff={diff:.3g}")
     a, b, expected = reference["box_iou"]
     print(f"box_iou max_diff={np.abs(arr(ops.box_iou(a, b)) - expected).max():.3g}")
     many, scores, classes, keep, keep_cls = reference["nms"]
