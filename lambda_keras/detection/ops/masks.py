@@ -150,7 +150,7 @@ def crop_masks(
         widths=ones * shape[3],
         offsets=mask_indices * shape[2] * shape[3],
         output_size=(size, size),
-        sampling_ratio=v.positive_int("sampling_ratio", sampling_ratio),
+        sampling=(v.positive_int("sampling_ratio", sampling_ratio), False),
         aligned=True,
     )
     return crops[..., 0]
