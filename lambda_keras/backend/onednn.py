@@ -3,8 +3,8 @@
 TensorFlow turns oneDNN on by default only on x86 CPUs with AVX-512 (VNNI/BF16) or AMX. Without
 it, on AVX2-only CPUs, its 3-D and depthwise convolutions, the lambda convolution's
 ``implementation="conv"`` and ``"depthwise"``, are 3-13x slower, and a LambdaResNet pyramid
-backbone, which runs the lambda convolution on every map, 4.7x slower (README, "TensorFlow on
-CPUs without AVX-512: oneDNN").
+backbone, which runs the lambda convolution on every map, 4.7x slower (docs/backends.md,
+"TensorFlow on CPUs without AVX-512: oneDNN").
 TensorFlow reads ``TF_ENABLE_ONEDNN_OPTS`` once, when it is imported, so the package sets it
 before it imports Keras, unless the variable is set (the user's choice wins) or TensorFlow is
 already imported; in that last case the lambda layer warns once when it runs a convolution

@@ -2,7 +2,7 @@
 the one module of the layers that knows backends and devices.
 
 The break-evens below were set by ``benchmarks/bench_layers.py --sweep --backends=...`` (its
-results and the README's "Three implementations" section).
+results and docs/layers.md, "Three implementations").
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ IMPLEMENTATIONS = ("auto", "einsum", "conv", "depthwise")
 # einsum is the faster one while n <= ratio * window, the ratio depending on the backend and on
 # whether TensorFlow runs oneDNN: each is the ratio of `benchmarks/bench_layers.py --sweep
 # --backends=...` (2 cores, batch 32, d=256, forward+backward, 7x7...28x28 maps, 3x3...23x23
-# scopes) whose rule lands nearest the faster of einsum and conv (README, "Three
+# scopes) whose rule lands nearest the faster of einsum and conv (docs/layers.md, "Three
 # implementations"). AVX2 AMD EPYC, TensorFlow 2.21, jax 0.10.2, torch 2.14.1:
 # - TensorFlow with oneDNN: 4, exact on AVX-512 (the sweep of an earlier round); on AVX2 with
 #   oneDNN switched on, 4 is within 1.56x everywhere and 1.04x on average (2: 1.22x, 1.01x).

@@ -59,10 +59,11 @@ def ResNet50(
 ) -> keras.Model:
     """Instantiates a vanilla ResNet-50 with lambda layers in the stages ``layout`` says.
 
+    ``include_top``, ``weights``, ``input_tensor``, ``input_shape``, ``pooling``, ``classes``,
+    ``classifier_activation`` and ``name`` are as in ``keras.applications``
+    (``weights``: None, a registered name or a ``.weights.h5`` path; default input 224x224x3).
+
     Args:
-        include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, name: As in ``keras.applications`` (``weights``: None, a
-            registered name or a ``.weights.h5`` path; default input 224x224x3).
         layout: 4 letters for c2..c5, ``C`` (3x3 conv) or ``L`` (lambda layer).
         dropout_rate: Dropout before the classifier (none in the 90-epoch set-up).
         key_dim, num_heads, intra_depth, implementation: Lambda layer hyper-parameters

@@ -186,9 +186,11 @@ def MobileNetV2(
 ) -> keras.Model:
     """Instantiates MobileNetV2 (the paper's Table 17 baseline: 3.50M parameters at alpha 1).
 
+    ``include_top``, ``weights``, ``input_tensor``, ``input_shape``, ``pooling``, ``classes``,
+    ``classifier_activation`` and ``name`` are as in ``keras.applications``
+    (default input 224x224x3).
+
     Args:
-        include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, name: As in ``keras.applications`` (default input 224x224x3).
         alpha: Width multiplier.
         dropout_rate: Dropout before the classifier (0.2, App. F.3).
     """
@@ -233,9 +235,11 @@ def LambdaMobileNetV2(
 ) -> keras.Model:
     """Instantiates MobileNetV2 with lightweight lambda blocks (3.21M parameters at alpha 1).
 
+    ``include_top``, ``weights``, ``input_tensor``, ``input_shape``, ``pooling``, ``classes``,
+    ``classifier_activation`` and ``name`` are as in ``keras.applications``
+    (default input 224x224x3).
+
     Args:
-        include_top, weights, input_tensor, input_shape, pooling, classes,
-        classifier_activation, name: As in ``keras.applications`` (default input 224x224x3).
         alpha: Width multiplier.
         dropout_rate: Dropout before the classifier (0.2, App. F.3).
         lambda_blocks: 1-indexed inverted bottlenecks replaced by lambda blocks (paper: 10, 16);

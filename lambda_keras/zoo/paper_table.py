@@ -1,6 +1,6 @@
 """The zoo against the paper: ``python -m lambda_keras.zoo.paper_table`` prints the table.
 
-Prints a Markdown table (the one in the README) of the paper's figures next to the models as
+Prints a Markdown table (the one in docs/zoo.md) of the paper's figures next to the models as
 built here. Parameters are trainable parameters (batch-norm moving statistics are buffers, not
 parameters, as in the paper's frameworks); FLOPs follow :mod:`lambda_keras.zoo.flops` at
 224x224.

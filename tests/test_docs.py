@@ -1,0 +1,115 @@
+"""The documentation site builds without a warning, documents every public name, and each page's
+code samples run (in one namespace per page, in order, as a reader would run them)."""
+
+import importlib
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from lambda_keras.zoo import weights as weights_lib
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = sorted(p.name for p in DOCS.glob("*.md") if "```python" in p.read_text())
+# What each page's samples print that shows they did what the page says.
+PRINTED = {
+    "layers.md": ["(2, 14, 14, 128)", "(4, 100, 64)"],
+    "backends.md": ["(2, 10)"],
+    "zoo.md": ["(None, 2048)", "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']"],
+}
+PACKAGES = ("layers", "zoo", "detection")
+
+
+def python_blocks(text: str) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", text, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    site_dir = tmp_path_factory.mktemp("site")
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    return site_dir
+
+
+def test_the_site_builds_strictly(site):
+    assert (site / "index.html").exists() and (site / "api" / "layers" / "index.html").exists()
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_the_api_reference_has_every_public_name(site, package):
+    module = importlib.import_module(f"lambda_keras.{package}")
+    html = (site / "api" / package / "index.html").read_text()
+    anchors = set(re.findall(r'id="(lambda_keras\.[\w.]+)"', html))
+    missing = [
+        name
+        for name in module.__all__
+        if f"lambda_keras.{package}.{name}" not in anchors
+        and f"lambda_keras.{package}.{name}.{name}" not in anchors
+    ]
+    assert not missing, missing
+    documented = [n for n in module.__all__ if not isinstance(getattr(module, n), types.ModuleType)]
+    assert len(documented) >= 5
+
+
+def test_the_training_reference_renders_its_modules(site):
+    html = (site / "api" / "training" / "index.html").read_text()
+    for module in ("data", "recipes", "trainer", "resume", "data_parallel", "detection.run"):
+        assert f'id="lambda_keras.training.{module}"' in html, module
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("page", PAGES)
+def test_the_samples_run(page, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "keras_cache"))
+    # A sample that sets KERAS_BACKEND (no effect here, Keras is imported) is undone after,
+    # so that the processes this worker starts later keep TensorFlow.
+    monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
+    registered = set(weights_lib.registered_weights())
+    namespace = {}
+    try:
+        for sample in python_blocks((DOCS / page).read_text()):
+            exec(compile(sample, f"docs/{page}", "exec"), namespace)
+    finally:
+        for name in set(weights_lib.registered_weights()) - registered:
+            weights_lib.unregister_weights(name)
+    printed = capsys.readouterr().out
+    for expected in PRINTED.get(page, []):
+        assert expected in printed, (expected, printed[-2000:])
+
+
+def test_every_page_is_in_the_navigation():
+    nav = (ROOT / "mkdocs.yml").read_text()
+    pages = {str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")}
+    assert {page for page in pages if page not in nav} == set()
+
+
+def test_the_benchmark_tables_are_the_results_files():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import render
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    text = (DOCS / "benchmarks.md").read_text()
+    assert render.named_tables(text), "no results block in docs/benchmarks.md"
+    assert render.rendered_page(text) == text, "python benchmarks/render.py"
+    for name, table in render.named_tables(text):
+        assert (DOCS / "images" / "benchmarks" / f"{name}_{table}.png").exists()
+
+
+def test_the_home_page_gives_the_readme_s_two_commands():
+    readme = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
+    home = re.findall(r"```bash\n(.*?)```", (DOCS / "index.md").read_text(), flags=re.S)
+    assert home[0] == readme[0] + readme[1]
