@@ -31,14 +31,16 @@ IMAGES = ROOT / "docs" / "images" / "benchmarks"
 BLOCK = re.compile(r"(<!-- results: ([\w-]+)/(\w+) -->\n)(.*?)(<!-- end results -->)", re.S)
 
 
-def provenance(meta: dict) -> str:
+def provenance(meta: dict, name: str) -> str:
     cpu = meta["cpu"]
+    # The file it was written to, as the repository names it (the run may have used a path).
+    command = re.sub(r"--output=\S+", f"--output=benchmarks/results/{name}.json", meta["command"])
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     dirty = " plus uncommitted changes" if meta.get("uncommitted_changes") else ""
     return (
         f"*Measured {meta['date']} at commit `{meta['commit']}`{dirty} on {cpu['model']} "
         f"({cpu['cores']} cores; {', '.join(cpu['flags']) or 'no AVX2'}); {versions}; "
-        f"`{meta['command']}`.*"
+        f"`{command}`.*"
     )
 
 
@@ -53,7 +55,7 @@ def block(name: str, table_name: str) -> str:
     table = tables[table_name]
     image = f"images/benchmarks/{name}_{table_name}.png"
     return (
-        f"{table.title}\n\n{table.markdown()}\n\n{provenance(meta)}\n\n"
+        f"{table.title}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
         f"![{table.title}]({image})\n\n"
     )
 
@@ -102,7 +104,10 @@ def plot(table: Table, path: Path) -> None:
         if values and min(values) > 0 and max(values) / min(values) > 30:
             axis.set_xscale("log")
     axis.set_title(table.title, fontsize=9, wrap=True)
-    axis.legend(fontsize=8)
+    if table.plot == "lines":
+        axis.legend(fontsize=8)
+    else:
+        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_backbones.py"
 
 
-@pytest.mark.end_to_end
+@pytest.mark.slow  # like every benchmark script's run (28 s); its arguments: test_bad_arguments
 def test_bench_backbones_prints_a_row_per_model():
     result = subprocess.run(
         [

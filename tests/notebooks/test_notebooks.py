@@ -18,8 +18,9 @@ def test_the_notebooks_exist():
 
 
 # The two training notebooks (60-80 s each on 2 cores) run under -m slow: their paths run in the
-# default suite as the trainer and Mask R-CNN script tests.
-SLOW_NOTEBOOKS = ("mask_rcnn", "train_lambda_resnet")
+# default suite as the trainer and Mask R-CNN script tests. So does lambda_layers (45 s): its
+# influence maps are tests/pictures' and its memory sweep is bench_layers.py --scaling.
+SLOW_NOTEBOOKS = ("mask_rcnn", "train_lambda_resnet", "lambda_layers")
 
 
 @pytest.mark.end_to_end

@@ -1,0 +1,68 @@
+"""Benchmark results as data: tables round-trip through the results file and render into the
+documentation unchanged, with where they were measured."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import render  # noqa: E402
+import results  # noqa: E402
+
+sys.path.remove(str(BENCHMARKS))
+
+
+def table():
+    t = results.Table("speed", "Speed, ms", ["op", "a", "b"], digits=[0, 1, 2])
+    t.add("nms 1000", 1234.56, None)
+    t.add("roi_align", 7, "3.5*")
+    t.note("b: not installed")
+    return t
+
+
+def test_a_table_prints_and_formats_its_cells(capsys):
+    t = table()
+    printed = capsys.readouterr().out
+    assert "| nms 1000 | 1,234.6 |  |" in printed and "b: not installed" in printed
+    assert t.markdown().splitlines()[:2] == ["| op | a | b |", "|---|---|---|"]
+    assert "| roi_align | 7 | 3.5* |" in t.markdown()
+
+
+def test_a_table_refuses_a_row_of_the_wrong_width():
+    with pytest.raises(ValueError, match="3 cells expected"):
+        table().add("x", 1.0)
+    with pytest.raises(ValueError, match="`plot`"):
+        results.Table("t", "T", ["a"], plot="pie")
+
+
+def test_the_results_file_keeps_the_tables_and_where_they_were_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=x.json"])
+    path = tmp_path / "x.json"
+    results.write(str(path), "bench_x", [table()], threads=2)
+    data = json.loads(path.read_text())
+    assert data["benchmark"] == "bench_x" and data["settings"] == {"threads": 2}
+    assert data["command"] == "python benchmarks/bench_x.py --output=x.json"
+    assert {"commit", "date", "versions", "cpu", "python"} <= set(data)
+    assert data["cpu"]["cores"] >= 1 and "keras" in data["versions"]
+    meta, tables = results.read(path)
+    assert tables["speed"].markdown() == table().markdown()
+    results.write(None, "bench_x", [table()])  # no --output: nothing written, no error
+
+
+def test_render_fills_each_block_and_the_check_sees_a_stale_page(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=/elsewhere/x.json"])
+    results.write(str(tmp_path / "x.json"), "bench_x", [table()])
+    monkeypatch.setattr(render, "RESULTS", tmp_path)
+    page = "# B\n\n<!-- results: x/speed -->\nold figures\n<!-- end results -->\n"
+    rendered = render.rendered_page(page)
+    assert "old figures" not in rendered and table().markdown() in rendered
+    assert "--output=benchmarks/results/x.json" in rendered  # the repository's path
+    assert "![Speed, ms](images/benchmarks/x_speed.png)" in rendered
+    assert render.rendered_page(rendered) == rendered
+    render.plot(results.read(tmp_path / "x.json")[1]["speed"], tmp_path / "plot.png")
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(SystemExit, match="no table 'other'"):
+        render.rendered_page(page.replace("x/speed", "x/other"))
