@@ -30,12 +30,12 @@ import importlib.util
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 from arguments import names, positive_int, sizes
+from children import child_env, run_json_child
 from results import Table, add_output_argument, write
 from timing import median_seconds
 
@@ -204,24 +204,10 @@ def child(args) -> None:
 
 
 def run_child(column: str, args, argv: list[str]) -> dict[str, float]:
-    threads = str(args.threads)
-    env = {
-        **os.environ,
-        "TF_CPP_MIN_LOG_LEVEL": "2",
-        "KERAS_BACKEND": column if column in KERAS_BACKENDS else "tensorflow",
-        "TF_NUM_INTRAOP_THREADS": threads,
-        "TF_NUM_INTEROP_THREADS": "1",
-        "OMP_NUM_THREADS": threads,
-    }
+    backend = column if column in KERAS_BACKENDS else "tensorflow"
     command = [sys.executable, os.path.abspath(__file__), *argv, f"--child={column}"]
     command.append(f"--workdir={args.workdir}")
-    print(f"timing {column} ...", file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"{column} failed: {last}", file=sys.stderr, flush=True)
-        return {}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json_child(column, command, child_env(backend, args.threads))
 
 
 def inference_table(results: dict, columns: list[str]) -> Table:

@@ -5,9 +5,10 @@ Each column runs in its own process: ``lambda_keras.detection.ops`` on each Kera
 eager on PyTorch), TensorFlow's ``tf.image.non_max_suppression_padded`` (``tf.image``) and
 torchvision's ``ops.nms`` / ``batched_nms`` / ``roi_align`` (``torchvision``), each where
 installed. ``nms`` and ``batched_nms`` keep up to 1,000 of ``--boxes`` random boxes (sides 16 to
-256 pixels in an 800 x 1333 image, 80 classes); ``roi_align`` pools 1,000 boxes to 7 x 7 from a
-200 x 334 x 256 map (stride 4), ``sampling_ratio=2``, ``aligned=True``. Medians of ``--repeats``
-after one warm-up, in milliseconds, ``--threads`` threads per process (default 2).
+256 pixels in an 800 x 1333 image, 80 classes); ``greedy_nms`` is the ``keras.ops`` loop that
+``nms`` runs on JAX (and on PyTorch without torchvision); ``roi_align`` pools 1,000 boxes to
+7 x 7 from a 200 x 334 x 256 map (stride 4), ``sampling_ratio=2``, ``aligned=True``. Medians of
+``--repeats`` after one warm-up, in milliseconds, ``--threads`` threads per process (default 2).
 
     python benchmarks/bench_detection_ops.py --backends=tensorflow,jax,torch --boxes=1000,5000
 """
@@ -18,11 +19,11 @@ import argparse
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 from arguments import names, positive_int, sizes
+from children import child_env, run_json_child
 from results import Table, add_output_argument, write
 from timing import median_seconds
 
@@ -66,6 +67,7 @@ def keras_cells(counts: list[int], repeats: int) -> dict[str, float]:
     else:
         compile_ = lambda fn: fn  # noqa: E731  (PyTorch: eager, as Keras' fit runs it)
     nms = compile_(lambda b, s: ops.nms(b, s, KEEP, 0.5))
+    greedy = compile_(lambda b, s: ops.greedy_nms(b, s, KEEP, 0.5))
     batched = compile_(lambda b, s, c: ops.batched_nms(b, s, c, KEEP, 0.5))
     pool = compile_(lambda f, r: ops.roi_align(f, r[None], 7, 0.25, 2, True))
     cells = {}
@@ -73,6 +75,7 @@ def keras_cells(counts: list[int], repeats: int) -> dict[str, float]:
         data = {k: keras.ops.convert_to_tensor(v) for k, v in inputs(count).items()}
         b, s, c = data["boxes"], data["scores"], data["classes"]
         cells[f"nms {count}"] = _ms(_synced(nms), repeats, b, s)
+        cells[f"greedy_nms {count}"] = _ms(_synced(greedy), repeats, b, s)
         cells[f"batched_nms {count}"] = _ms(_synced(batched), repeats, b, s, c)
     data = {k: keras.ops.convert_to_tensor(v) for k, v in inputs(KEEP).items()}
     cells["roi_align 1000"] = _ms(_synced(pool), repeats, data["features"], data["rois"])
@@ -159,25 +162,12 @@ def installed(column: str) -> bool:
 
 
 def run_child(column: str, args) -> dict[str, float]:
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env["KERAS_BACKEND"] = column if column in KERAS_BACKENDS else "tensorflow"
-    threads = str(args.threads)
-    env.update(
-        TF_NUM_INTRAOP_THREADS=threads,
-        TF_NUM_INTEROP_THREADS="1",
-        OMP_NUM_THREADS=threads,
-        XLA_FLAGS=f"{env.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=true".strip(),
-    )
+    backend = column if column in KERAS_BACKENDS else "tensorflow"
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=true".strip()
     command = [sys.executable, os.path.abspath(__file__), f"--child={column}"]
     command += [f"--boxes={','.join(map(str, args.boxes))}", f"--repeats={args.repeats}"]
     command += [f"--threads={args.threads}"]
-    print(f"timing {column} ...", file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        print(f"{column} failed: {last}", file=sys.stderr, flush=True)
-        return {}
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return run_json_child(column, command, child_env(backend, args.threads, XLA_FLAGS=flags))
 
 
 def main(argv=None) -> None:
@@ -195,7 +185,7 @@ def main(argv=None) -> None:
     columns = [c for c in [*args.backends, *REFERENCES] if installed(c)]
     missing = [c for c in [*args.backends, *REFERENCES] if not installed(c)]
     results = {column: run_child(column, args) for column in columns}
-    cells = [f"{op} {n}" for n in args.boxes for op in ("nms", "batched_nms")]
+    cells = [f"{op} {n}" for n in args.boxes for op in ("nms", "greedy_nms", "batched_nms")]
     cells.append("roi_align 1000")
     table = Table(
         "ops",

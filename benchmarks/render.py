@@ -48,16 +48,20 @@ def block(name: str, table_name: str) -> str:
     """The markdown that goes between the markers of ``name/table_name``."""
     path = RESULTS / f"{name}.json"
     if not path.exists():
-        raise SystemExit(f"{PAGE.relative_to(ROOT)} names {path.relative_to(ROOT)}: no such file")
+        raise SystemExit(f"{_shown(PAGE)} names {_shown(path)}: no such file")
     meta, tables = read(path)
     if table_name not in tables:
-        raise SystemExit(f"{path.relative_to(ROOT)} has no table {table_name!r}: {sorted(tables)}")
+        raise SystemExit(f"{_shown(path)} has no table {table_name!r}: {sorted(tables)}")
     table = tables[table_name]
     image = f"images/benchmarks/{name}_{table_name}.png"
     return (
         f"{table.title}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
         f"![{table.title}]({image})\n\n"
     )
+
+
+def _shown(path: Path) -> str:
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def rendered_page(text: str) -> str:

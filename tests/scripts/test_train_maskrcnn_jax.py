@@ -3,13 +3,17 @@ device's losses, and what the JAX run writes (``model.keras``, the SavedModel a 
 process exports from it) serves on TensorFlow."""
 
 import csv
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.backend import run_script_on_jax
+from tests.backend import FAST_XLA_COMPILE, child_env, run_script_on_jax
 from tests.scripts.test_train_maskrcnn import shapes_flags
 
 RUN = ["--steps=2", "--steps_per_epoch=1", "--image_size=64", "--batch_size=2"]
@@ -59,3 +63,33 @@ def test_what_jax_wrote_serves_on_tensorflow(runs):
     image = np.random.default_rng(0).integers(0, 255, (50, 70, 3)).astype(np.uint8)
     out = served(image=tf.constant(image))
     assert out["masks"].shape[1:] == (50, 70) and out["masks"].dtype == tf.uint8
+
+
+def test_a_killed_jax_run_resumes_from_its_last_epoch(tmp_path):
+    """Killed after its first epoch, the same command goes on from the backup: every epoch is
+    logged once, none twice, and the run finishes (keras.callbacks.BackupAndRestore on JAX)."""
+    root = Path(__file__).resolve().parents[2]
+    command = [sys.executable, str(root / "training" / "train_maskrcnn.py"), "--backend=jax"]
+    command += ["--steps=5", "--steps_per_epoch=1", "--image_size=64", "--batch_size=2"]
+    command += [*shapes_flags(tmp_path / "data"), f"--model_dir={tmp_path / 'run'}", "--noexport"]
+    env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count=2 {FAST_XLA_COMPILE}")
+    first = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.time() + 600
+    while not epochs(tmp_path / "run") and time.time() < deadline and first.poll() is None:
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    done = epochs(tmp_path / "run")
+    assert done and done == list(range(len(done))) and len(done) < 5, done
+    second = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1200)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert epochs(tmp_path / "run") == list(range(5))
+    assert "box AP" in second.stdout
+
+
+def epochs(model_dir: Path) -> list[int]:
+    path = model_dir / "log.csv"
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return [int(row["epoch"]) for row in csv.DictReader(f)]

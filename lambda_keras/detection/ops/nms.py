@@ -1,11 +1,12 @@
 """Non-maximum suppression with fixed-size, padded outputs (static shapes for XLA and TPUs), on
 every Keras backend.
 
-Two implementations keep one contract (:func:`nms`): on the TensorFlow backend TensorFlow's
-``tf.image.non_max_suppression_padded`` kernel (fast in graphs and under XLA), elsewhere a greedy
-loop in ``keras.ops`` (:func:`greedy_nms`): sort once, then, at most ``max_output_size`` times,
-keep the best box still alive and drop every box it overlaps by more than the threshold. The
-loop stops early once no box is alive (``keras.ops.while_loop``: ``lax.while_loop`` under
+Three implementations keep one contract (:func:`nms`): on the TensorFlow backend TensorFlow's
+``tf.image.non_max_suppression_padded`` kernel (fast in graphs and under XLA); on PyTorch, where
+torchvision is installed, torchvision's ``ops.nms`` kernel padded to the static size; elsewhere a
+greedy loop in ``keras.ops`` (:func:`greedy_nms`): sort once, then, at most ``max_output_size``
+times, keep the best box still alive and drop every box it overlaps by more than the threshold.
+The loop stops early once no box is alive (``keras.ops.while_loop``: ``lax.while_loop`` under
 ``jax.jit``, a Python loop on PyTorch).
 """
 
@@ -53,6 +54,13 @@ def nms(
         from lambda_keras.detection.ops import nms_tensorflow
 
         return nms_tensorflow.nms(boxes, scores, max_output_size, iou_threshold, score_threshold)
+    if keras.backend.backend() == "torch":
+        from lambda_keras.detection.ops import nms_torchvision
+
+        if nms_torchvision.available():
+            return nms_torchvision.nms(
+                boxes, scores, max_output_size, iou_threshold, score_threshold
+            )
     return _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold)
 
 
@@ -63,8 +71,9 @@ def greedy_nms(
     iou_threshold: float = 0.5,
     score_threshold: float = float("-inf"),
 ) -> tuple[Tensor, Tensor]:
-    """:func:`nms` in ``keras.ops`` on every backend (what :func:`nms` runs on JAX and PyTorch;
-    on TensorFlow, :func:`nms` runs TensorFlow's kernel). Same arguments and results."""
+    """:func:`nms` in ``keras.ops`` on every backend (what :func:`nms` runs on JAX, and on
+    PyTorch without torchvision; on TensorFlow, :func:`nms` runs TensorFlow's kernel). Same
+    arguments and results."""
     boxes, scores, max_output_size = _arguments(boxes, scores, max_output_size, iou_threshold)
     return _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold)
 
