@@ -18,11 +18,18 @@ def depth(name: str) -> int | None:
     return spec.depth.depth if isinstance(spec, zoo.resnet_rs.ResNetRSSpec) else None
 
 
+# Variants whose blocks another default-run model already takes through the harness: the C4
+# LambdaResNet-50 (lambda_resnet50's builder with lambda layers in all of c4; its layout is
+# test_lambda_resnet.py's) and timm's LambdaResNet-26t (lambda_resnet50ts's blocks and stem).
+SAME_BLOCKS = ("lambda_resnet50_c4", "lambda_resnet26t")
+
+
 def in_default_run(name: str) -> bool:
     """The whole harness runs in CI for the depth-50 models and the other families (20-30 s a
-    model beyond depth 50, whose blocks are the depth-50 ones); deeper models run it under
-    ``-m slow`` and get a build-and-call check in CI."""
-    return (depth(name) or 0) <= 50
+    model beyond depth 50, whose blocks are the depth-50 ones); deeper models and
+    ``SAME_BLOCKS`` run it under ``-m slow`` (the deeper ones get a build-and-call check in
+    CI)."""
+    return (depth(name) or 0) <= 50 and name not in SAME_BLOCKS
 
 
 @pytest.mark.end_to_end  # every model through fit, save, load and mixed precision
