@@ -2,7 +2,6 @@
 device's losses, and what the JAX run writes (``model.keras``, the SavedModel a TensorFlow
 process exports from it) serves on TensorFlow."""
 
-import csv
 import signal
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import tensorflow as tf
 
 from tests.backend import FAST_XLA_COMPILE, child_env, run_script_on_jax
 from tests.scripts.test_train_maskrcnn import shapes_flags
+from tests.training_log import logged
 
 RUN = ["--steps=2", "--steps_per_epoch=1", "--image_size=64", "--batch_size=2"]
 
@@ -33,8 +33,7 @@ def train_on_jax(model_dir: Path, data: Path, *flags: str, devices: int = 2) -> 
 
 
 def losses(model_dir: Path) -> np.ndarray:
-    with open(model_dir / "log.csv") as f:
-        return np.array([float(row["loss"]) for row in csv.DictReader(f)])
+    return np.array(logged(model_dir, "loss"), dtype=float)
 
 
 @pytest.fixture(scope="module")
@@ -88,8 +87,4 @@ def test_a_killed_jax_run_resumes_from_its_last_epoch(tmp_path):
 
 
 def epochs(model_dir: Path) -> list[int]:
-    path = model_dir / "log.csv"
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return [int(row["epoch"]) for row in csv.DictReader(f)]
+    return [int(epoch) for epoch in logged(model_dir, "epoch")]

@@ -2,7 +2,6 @@
 devices equals one device, and what the run writes loads, evaluates and serves on TensorFlow."""
 
 import concurrent.futures
-import csv
 import os
 import socket
 import subprocess
@@ -17,6 +16,7 @@ from lambda_keras.training.data import load_source, pad_batches
 from lambda_keras.training.distribute import check_strategy
 from lambda_keras.training.evaluation import evaluate
 from tests.backend import run_script_on_jax
+from tests.training_log import logged
 from training.placement_flags import backend_from_argv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,8 +30,7 @@ def train_on_jax(model_dir: Path, *flags: str, devices: int = 2):
 
 
 def losses(model_dir: Path) -> np.ndarray:
-    with open(model_dir / "log.csv") as f:
-        return np.array([float(row["loss"]) for row in csv.DictReader(f)])
+    return np.array(logged(model_dir, "loss"), dtype=float)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,5 @@
 """Training runs: a short run in process, argument errors, and a run killed with SIGKILL."""
 
-import csv
 import os
 import re
 import signal
@@ -15,17 +14,14 @@ from lambda_keras.training import recipes
 from lambda_keras.training.data import load_source
 from lambda_keras.training.evaluation import evaluate
 from lambda_keras.training.trainer import TrainConfig, build_model, train
+from tests.training_log import logged
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
 
 
 def epochs_logged(model_dir):
-    path = Path(model_dir) / "log.csv"
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return [int(row["epoch"]) for row in csv.DictReader(f)]
+    return [int(epoch) for epoch in logged(model_dir, "epoch")]
 
 
 @pytest.fixture(scope="module")

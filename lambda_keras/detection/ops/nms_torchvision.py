@@ -9,12 +9,14 @@ kernel is what torchvision's own detectors call. torchvision is not a dependency
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 
 import torch
 
 
+@functools.cache  # asked on every NMS call: the answer does not change in a process
 def available() -> bool:
     return importlib.util.find_spec("torchvision") is not None
 
