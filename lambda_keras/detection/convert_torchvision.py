@@ -3,7 +3,8 @@
     python -m lambda_keras.detection.convert_torchvision --model=maskrcnn_resnet50_fpn \\
         --checkpoint=maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth --output=coco.weights.h5
 
-Reading ``.pth`` needs PyTorch (a converter-time dependency only). Strict: every tensor of the
+The ``.pth`` is read without PyTorch ([lambda_keras.checkpoints][lambda_keras.checkpoints]:
+a restricted unpickler, both of torch.save's formats). Strict: every tensor of the
 checkpoint is used once and every weight of the model is set; a checkpoint of another model
 (Faster R-CNN, keypoint R-CNN, ``maskrcnn_resnet50_fpn_v2``), a missing or extra tensor or a
 shape that does not fit is an error naming the tensor, and nothing is written. The classes are

@@ -9,7 +9,8 @@ after which ``lambda_keras.zoo.LambdaResNet26T(weights="lambda_resnet26t.weights
 converted model; likewise ``--model=resnet_rs50`` (or timm's name, ``resnetrs50``) ...
 ``resnet_rs420`` for ``lambda_keras.zoo.ResNetRS50`` ... (SE on). ``.safetensors`` files are
 read with the ``safetensors`` package into NumPy (``pip install "lambda-keras[timm]"``, no PyTorch);
-``pytorch_model.bin`` / ``.pth`` files need PyTorch.
+``pytorch_model.bin`` / ``.pth`` files are read without PyTorch too
+([lambda_keras.checkpoints][lambda_keras.checkpoints]).
 
 The conversion is strict: every tensor of the checkpoint is used exactly once and every weight
 of the Keras model is set exactly once. A checkpoint of another model, a missing or unexpected

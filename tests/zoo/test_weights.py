@@ -112,8 +112,8 @@ def test_spec_validation():
 
 
 def test_a_converter_whose_module_is_missing_stops_before_the_download(tmp_path, monkeypatch):
-    """A torchvision checkpoint needs PyTorch to convert: without it, an ImportError naming
-    it before anything is fetched (torchvision's COCO checkpoint is 170 MB)."""
+    """A converter that needs a module (``register_converter(needs=...)``): without it, an
+    ImportError naming it before anything is fetched (a checkpoint may be hundreds of MB)."""
     monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
     checkpoint = tmp_path / "model-00000000.pth"
     checkpoint.write_bytes(b"not fetched")

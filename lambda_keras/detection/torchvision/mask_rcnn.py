@@ -72,7 +72,7 @@ def _convert(model: keras.Model, path: str, spec: weights_lib.WeightsSpec) -> No
     checkpoint.assign_checkpoint(model, read_checkpoint(path))
 
 
-weights_lib.register_converter("torchvision", _convert, needs=("torch",))
+weights_lib.register_converter("torchvision", _convert)
 COCO_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth",
