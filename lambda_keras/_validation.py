@@ -16,6 +16,7 @@ __all__ = [
     "divisible",
     "extent",
     "implementation",
+    "non_negative_int",
     "number_in",
     "odd_window",
     "one_of",
@@ -41,6 +42,13 @@ def positive_int(name: str, value) -> int:
     """Return ``value`` as an int, or raise if it is not a positive integer."""
     if not _is_int(value) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
+    return int(value)
+
+
+def non_negative_int(name: str, value) -> int:
+    """Return ``value`` as an int, or raise if it is not an integer >= 0."""
+    if not _is_int(value) or value < 0:
+        raise ValueError(f"`{name}` must be an integer >= 0; received {name}={value!r}.")
     return int(value)
 
 

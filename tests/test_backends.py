@@ -7,7 +7,10 @@ a zoo model and a Mask R-CNN (on a tiny backbone; on a LambdaResNet under ``-m s
 saved and exchanged as ``.keras`` files with this TensorFlow process (the detector's detections,
 losses and gradient norm equal to TensorFlow's), and NMS's contract (eager and compiled);
 under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
-registry, the timm converter and every detection op. PyTorch is not in the test extra
+registry and its pretrained entries, the checkpoint reader, the timm converter and every
+detection op. torchvision's COCO weights and timm's from the local Hub load in the default child
+run too, where neither TensorFlow nor PyTorch can be imported (on the PyTorch backend, Keras
+itself needs torch). PyTorch is not in the test extra
 (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
 The child cannot import TensorFlow at all, which proves that what it tests needs none.
 """
@@ -46,6 +49,11 @@ CORE = [
     "tests/detection/test_every_backend.py",
     "tests/detection/ops/test_nms.py",
     "tests/detection/ops/test_roi_align.py::test_adaptive_sampling_matches_torchvision_algorithm",
+    # Pretrained weights without PyTorch (or TensorFlow): the COCO checkpoint's reader and
+    # converter, and one timm file from the local Hub.
+    "tests/detection/torchvision/test_coco_weights.py::test_coco_loads_in_one_line_without_pytorch",
+    "tests/zoo/test_pretrained.py::test_each_rule_loads_the_weights_in_one_line_then_from_the_cache"
+    "[lambda_resnet26t]",
 ]
 EVERYTHING = [
     "tests/layers",
@@ -53,6 +61,8 @@ EVERYTHING = [
     "tests/zoo/test_lambda_resnet.py",
     "tests/zoo/test_convert_timm.py",
     "tests/zoo/test_weights.py",
+    "tests/zoo/test_pretrained.py",
+    "tests/checkpoints",
     "tests/zoo/test_pyramid_backbone.py",
     "tests/detection/test_every_backend.py",
     "tests/detection/ops",

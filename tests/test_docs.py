@@ -2,6 +2,7 @@
 code samples run (in one namespace per page, in order, as a reader would run them)."""
 
 import importlib
+import json
 import os
 import re
 import subprocess
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from lambda_keras.zoo import weights as weights_lib
+from tests.pretrained_mirror import pretrained_mirror
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -79,9 +81,10 @@ def test_the_samples_run(page, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("KERAS_BACKEND", os.environ.get("KERAS_BACKEND", "tensorflow"))
     registered = set(weights_lib.registered_weights())
     namespace = {}
-    try:
-        for sample in python_blocks((DOCS / page).read_text()):
-            exec(compile(sample, f"docs/{page}", "exec"), namespace)
+    try:  # weights="imagenet" downloads from a local mirror of the Hub (random weights)
+        with pretrained_mirror(monkeypatch, ("lambda_resnet50ts",)):
+            for sample in python_blocks((DOCS / page).read_text()):
+                exec(compile(sample, f"docs/{page}", "exec"), namespace)
     finally:
         for name in set(weights_lib.registered_weights()) - registered:
             weights_lib.unregister_weights(name)
@@ -113,3 +116,31 @@ def test_the_home_page_gives_the_readme_s_two_commands():
     readme = re.findall(r"```bash\n(.*?)```", (ROOT / "README.md").read_text(), flags=re.S)
     home = re.findall(r"```bash\n(.*?)```", (DOCS / "index.md").read_text(), flags=re.S)
     assert home[0] == readme[0] + readme[1]
+
+
+def registry_tables():
+    sys.path.insert(0, str(DOCS))
+    try:
+        import registry_tables
+    finally:
+        sys.path.remove(str(DOCS))
+    return registry_tables
+
+
+def test_the_model_and_weights_tables_are_what_the_registries_render():
+    module = registry_tables()
+    tables = module.tables()
+    marked = set()
+    for path in sorted(DOCS.glob("*.md")):
+        page = path.read_text()
+        marked |= {m[2] for m in module.BLOCK.finditer(page)}
+        assert module.rendered(page, tables) == page, f"{path.name}: python docs/registry_tables.py"
+    assert marked == set(tables)
+    for name in weights_lib.registered_weights():
+        assert f"`{name}`" in tables["weights"]
+
+
+@pytest.mark.slow
+def test_the_measured_model_sizes_are_the_models_as_built():
+    module = registry_tables()
+    assert module.measure() == json.loads(module.SIZES.read_text())

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from lambda_keras.zoo import weights as weights_lib
+from tests.pretrained_mirror import pretrained_mirror
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -34,13 +35,17 @@ def test_ci_runs_exactly_the_readme_test_command():
 
 @pytest.mark.end_to_end
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
+    """``weights="imagenet"`` downloads from a local mirror of the Hub (random weights)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "keras_cache"))
     samples = blocks("python")
     assert len(samples) == 3  # the layer, the zoo, detection
-    for sample in samples:
-        exec(compile(sample, "README.md", "exec"), {})
+    with pretrained_mirror(monkeypatch, ("lambda_resnet50ts",)) as hub:
+        for sample in samples:
+            exec(compile(sample, "README.md", "exec"), {})
+    assert any(path.endswith("model.safetensors") for _, path in hub.requests)
     printed = capsys.readouterr().out
+    assert "(None, 256, 256, 3)" in printed
     assert "(2, 14, 14, 128)" in printed
     assert "(None, 2048)" in printed
     assert "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']" in printed
@@ -85,24 +90,3 @@ def test_no_sample_comment_names_weights_its_call_does_not_load():
             if said and any(isinstance(n, ast.Call) for n in ast.walk(node)):
                 code = "\n".join(lines[n - 1].split("#")[0] for n in span)
                 assert "weights=" in code, (code, said)
-
-
-def test_resnet_rs_weights_table_matches_the_registered_weights():
-    from lambda_keras.zoo.resnet_rs import TIMM_WEIGHTS
-
-    for depth, w in TIMM_WEIGHTS.items():
-        row = next(
-            line
-            for line in (ROOT / "docs" / "weights.md").read_text().splitlines()
-            if line.startswith(f"| `ResNetRS{depth}` ") and "tf_in1k" in line
-        )
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert cells[1] == f"`{w.name}`"
-        assert (int(cells[3]), int(cells[4]), float(cells[5])) == (
-            w.train_size,
-            w.test_size,
-            w.crop_fraction,
-        )
-        assert cells[6] == f"{w.timm_top1:.2f}%"
-        if w.authors_top1 is not None:
-            assert cells[7] == f"{w.authors_top1}%"

@@ -3,8 +3,8 @@
 * :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
   (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`);
   trains with ``fit`` (its losses in ``compute_loss``) on JAX, TensorFlow and PyTorch.
-* :func:`maskrcnn_resnet50_fpn`: torchvision's COCO Mask R-CNN (``weights="coco"``), converted
-  exactly: a ``MaskRCNN`` with torchvision's rules as settings
+* :func:`maskrcnn_resnet50_fpn` and :func:`maskrcnn_resnet50_fpn_v2`: torchvision's COCO Mask
+  R-CNNs (``weights="coco"``), converted exactly: ``MaskRCNN`` with torchvision's rules as settings
   (:mod:`lambda_keras.detection.torchvision`, :mod:`lambda_keras.detection.convert_torchvision`).
 * :func:`detect`: one photo's detections in its pixels, on any backend.
 * :mod:`lambda_keras.detection.transform`: each model's input transform (resize, pad, map back).
@@ -22,7 +22,10 @@ from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.schedules import WarmupStepDecay
-from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+from lambda_keras.detection.torchvision.mask_rcnn import (
+    maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
+)
 from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "WarmupStepDecay",
     "detect",
     "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
     "ops",
     "targets",
 ]

@@ -6,10 +6,10 @@
 The ``.pth`` is read without PyTorch ([lambda_keras.checkpoints][lambda_keras.checkpoints]:
 a restricted unpickler, both of torch.save's formats). Strict: every tensor of the
 checkpoint is used once and every weight of the model is set; a checkpoint of another model
-(Faster R-CNN, keypoint R-CNN, ``maskrcnn_resnet50_fpn_v2``), a missing or extra tensor or a
+(Faster R-CNN, keypoint R-CNN, v1 for v2 and v2 for v1), a missing or extra tensor or a
 shape that does not fit is an error naming the tensor, and nothing is written. The classes are
 the checkpoint's (its ``cls_score`` rows minus the background). Load the result with
-``maskrcnn_resnet50_fpn(weights=PATH, num_classes=...)``.
+``maskrcnn_resnet50_fpn(weights=PATH, num_classes=...)`` (or ``maskrcnn_resnet50_fpn_v2``).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from lambda_keras.zoo import weights as weights_lib
 
 __all__ = ["MODELS", "convert"]
 
-MODELS = ("maskrcnn_resnet50_fpn",)
+MODELS = ("maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2")
 
 
 def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:
     """Convert ``checkpoint`` (torchvision's ``model_name``) to ``output`` (``.weights.h5``),
     written atomically and only when every tensor converted. Returns ``output``."""
-    from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+    from lambda_keras.detection.torchvision import mask_rcnn
 
     if model_name not in MODELS:
         raise ValueError(f"`model` must be one of {', '.join(MODELS)}; received {model_name!r}.")
@@ -38,7 +38,7 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
         raise ValueError(f"`output` must end in .weights.h5; received {output!r}.")
     state = torchvision_checkpoint.normalise_names(read_checkpoint(checkpoint))
     classes = torchvision_checkpoint.checkpoint_num_classes(state)
-    model = maskrcnn_resnet50_fpn(weights=None, num_classes=classes)
+    model = getattr(mask_rcnn, model_name)(weights=None, num_classes=classes)
     torchvision_checkpoint.assign_checkpoint(model, state)
     weights_lib.save_weights_atomically(model, output)
     return output

@@ -29,10 +29,13 @@ softmax cross-entropy and smooth L1 (beta 1/9) for the box head, per-pixel binar
 cross-entropy of the ground-truth class's mask for the mask head.
 
 Variants are settings, not subclasses: torchvision's Mask R-CNN
-(:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`) is this model with its backbone, its
-anchor rule (``anchor_rule="torchvision"``), ROIAlign without the half-pixel shift
+([maskrcnn_resnet50_fpn][lambda_keras.detection.maskrcnn_resnet50_fpn]) is this model with its
+backbone, its anchor rule (``anchor_rule="torchvision"``), ROIAlign without the half-pixel shift
 (``roi_align_aligned=False``), its proposal counts and minimum sizes, and its input transform
-(:class:`~lambda_keras.detection.transform.TorchvisionTransform`).
+([TorchvisionTransform][lambda_keras.detection.transform.TorchvisionTransform]); its v2
+([maskrcnn_resnet50_fpn_v2][lambda_keras.detection.maskrcnn_resnet50_fpn_v2]) adds batch norm in
+the FPN and the heads, a second RPN convolution and a box head of four convolutions and one fully
+connected layer.
 """
 
 from __future__ import annotations
@@ -100,6 +103,11 @@ class MaskRCNN(keras.Model):
         max_detections: Detections per image.
         score_threshold: Smallest class score a detection may have.
         box_head_units, mask_head_channels: Widths of the heads (1024, 256 in the paper).
+        fpn_batch_norm: Batch norm after each FPN convolution (which then has no bias).
+        rpn_convs: 3x3 convolutions of the RPN head (1; torchvision's v2 model: 2).
+        box_head_convs, box_head_fcs: 3x3 convolutions (``mask_head_channels`` wide) and
+            fully connected layers of the box head (0 and 2; torchvision's v2: 4 and 1).
+        head_batch_norm: Batch norm after each convolution of the box and mask heads.
         anchor_rule: One of :data:`ANCHOR_RULES`.
         roi_align_aligned: ROIAlign's half-pixel shift (True; torchvision's v1 model: False).
         proposal_min_size, detection_min_size: Proposals (detections) with a side below (at
@@ -124,6 +132,11 @@ class MaskRCNN(keras.Model):
         score_threshold: float = 0.05,
         box_head_units: int = 1024,
         mask_head_channels: int = 256,
+        fpn_batch_norm: bool = False,
+        rpn_convs: int = 1,
+        box_head_convs: int = 0,
+        box_head_fcs: int = 2,
+        head_batch_norm: bool = False,
         anchor_rule: str = "centres",
         roi_align_aligned: bool = True,
         proposal_min_size: float = 0.0,
@@ -162,10 +175,22 @@ class MaskRCNN(keras.Model):
         self.detection_candidates = v.positive_int("detection_candidates", detection_candidates)
         self.transform = _check_transform(transform, backbone)
         self.categories = _check_categories(categories, self.num_classes)
-        self.fpn = FeaturePyramid(fpn_channels, name="fpn")
-        self.rpn_head = RPNHead(len(ops.DEFAULT_ASPECT_RATIOS), fpn_channels, name="rpn_head")
-        self.box_head = BoxHead(num_classes, box_head_units, name="box_head")
-        self.mask_head = MaskHead(num_classes, mask_head_channels, name="mask_head")
+        self.fpn = FeaturePyramid(fpn_channels, batch_norm=fpn_batch_norm, name="fpn")
+        self.rpn_head = RPNHead(
+            len(ops.DEFAULT_ASPECT_RATIOS), fpn_channels, rpn_convs, name="rpn_head"
+        )
+        self.box_head = BoxHead(
+            num_classes,
+            box_head_units,
+            num_convs=box_head_convs,
+            conv_channels=mask_head_channels,
+            num_fcs=box_head_fcs,
+            batch_norm=head_batch_norm,
+            name="box_head",
+        )
+        self.mask_head = MaskHead(
+            num_classes, mask_head_channels, batch_norm=head_batch_norm, name="mask_head"
+        )
         # Each loss's mean over the epoch, beside Keras' own "loss" (their sum).
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in LOSS_NAMES}
         # The random sampling of anchors and RoIs (a variable: stateless steps on JAX).
@@ -320,7 +345,7 @@ class MaskRCNN(keras.Model):
 
     def _first_stage(self, images, view: _View, training) -> dict:
         features = self._features(images, view, training)
-        objectness, deltas = self.rpn_head(features)
+        objectness, deltas = self.rpn_head(features, valid_sizes=view.padded)
         return {"features": features, "objectness": objectness, "rpn_deltas": deltas}
 
     # ------------------------------------------------------------------ training
@@ -420,6 +445,11 @@ class MaskRCNN(keras.Model):
             "score_threshold": self.score_threshold,
             "box_head_units": self.box_head_units,
             "mask_head_channels": self.mask_head_channels,
+            "fpn_batch_norm": self.fpn.batch_norm,
+            "rpn_convs": self.rpn_head.num_convs,
+            "box_head_convs": self.box_head.num_convs,
+            "box_head_fcs": self.box_head.num_fcs,
+            "head_batch_norm": self.box_head.batch_norm,
             "anchor_rule": self.anchor_rule,
             "roi_align_aligned": self.roi_align_aligned,
             "proposal_min_size": self.proposal_min_size,

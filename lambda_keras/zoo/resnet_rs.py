@@ -21,6 +21,7 @@ from lambda_keras.zoo.resnet_family import (
     build_family_model,
     family_model,
 )
+from lambda_keras.zoo.timm_checkpoint import TIMM_HUB
 
 __all__ = [
     "DEPTHS",
@@ -47,25 +48,23 @@ decode_predictions = applications.decode_predictions
 @dataclasses.dataclass(frozen=True)
 class TimmResNetRSWeights:
     """timm's ``resnetrs<depth>.tf_in1k``: the ResNet-RS authors' TensorFlow ImageNet
-    checkpoints converted by timm (SE on), and how timm evaluates them.
+    checkpoints converted by timm (SE on), and how timm evaluates them. Their pins and metrics
+    are registered ([registered_weights][lambda_keras.zoo.weights.registered_weights]).
 
     Attributes:
         depth: The ResNet-RS depth.
         train_size: Image side the authors trained at.
         test_size: Image side timm evaluates at (the registered ``input_size``).
         crop_fraction: timm's evaluation ``crop_pct``.
-        timm_top1: ImageNet top-1 (%) timm measured at ``test_size`` and ``crop_fraction``
-            (``results/results-imagenet.csv`` of huggingface/pytorch-image-models, commit
-            0173a13).
         authors_top1: ImageNet top-1 (%) the ResNet-RS authors report for this checkpoint at
-            ``train_size`` (their README), or None where they list no such entry.
+            ``train_size`` (tensorflow/tpu ``models/official/resnet/resnet_rs`` README), or
+            None where they list no such entry.
     """
 
     depth: int
     train_size: int
     test_size: int
     crop_fraction: float
-    timm_top1: float
     authors_top1: float | None
 
     @property
@@ -80,26 +79,72 @@ class TimmResNetRSWeights:
 TIMM_WEIGHTS: dict[int, TimmResNetRSWeights] = {
     w.depth: w
     for w in (
-        TimmResNetRSWeights(50, 160, 224, 0.91, 79.896, 78.8),
-        TimmResNetRSWeights(101, 192, 288, 0.94, 82.284, 81.2),
-        TimmResNetRSWeights(152, 256, 320, 1.0, 83.702, 83.0),
-        TimmResNetRSWeights(200, 256, 320, 1.0, 84.444, 83.4),
-        TimmResNetRSWeights(270, 256, 352, 1.0, 84.428, 83.8),
-        TimmResNetRSWeights(350, 288, 384, 1.0, 84.714, None),  # the authors list 256 and 320 only
-        TimmResNetRSWeights(420, 320, 416, 1.0, 85.006, 84.4),
+        TimmResNetRSWeights(50, 160, 224, 0.91, 78.8),
+        TimmResNetRSWeights(101, 192, 288, 0.94, 81.2),
+        TimmResNetRSWeights(152, 256, 320, 1.0, 83.0),
+        TimmResNetRSWeights(200, 256, 320, 1.0, 83.4),
+        TimmResNetRSWeights(270, 256, 352, 1.0, 83.8),
+        TimmResNetRSWeights(350, 288, 384, 1.0, None),  # the authors list 256 and 320 only
+        TimmResNetRSWeights(420, 320, 416, 1.0, 84.4),
     )
 }
 
+# How each file is checked (lambda_keras.zoo.integrity), where its digest or commit was read,
+# and timm's top-1 / top-5 (%) (timm_checkpoint.TIMM_RESULTS).
+_PINS = {
+    50: dict(
+        integrity="sha256",
+        sha256="cdc0ca71073acb12ea479681a3109ebb0e2548e9684bf8b9a32ec929d881f70c",
+        revision="fea64b8",  # "Add model", the commit the file page names
+        source=f"{TIMM_HUB}/resnetrs50.tf_in1k/blob/main/model.safetensors",
+        imagenet_top=(79.934, 94.972),
+    ),
+    101: dict(
+        integrity="hub_commit",
+        revision="7ae91b3e34c1928aac327ea03d71715235061eee",  # "Add model"
+        source=f"{TIMM_HUB}/resnetrs101.tf_in1k/tree/7ae91b3e34c1928aac327ea03d71715235061eee",
+        imagenet_top=(82.288, 96.000),
+    ),
+    152: dict(
+        integrity="hub_latest",  # no commit of this repository could be cited
+        revision="main",
+        source=f"{TIMM_HUB}/resnetrs152.tf_in1k",
+        imagenet_top=(83.710, 96.614),
+    ),
+    200: dict(
+        integrity="hub_commit",
+        revision="8facd50",  # "Add model"
+        source=f"{TIMM_HUB}/resnetrs200.tf_in1k/commits/main",
+        imagenet_top=(84.448, 97.074),
+    ),
+    270: dict(
+        integrity="hub_commit",
+        revision="08bd657",  # "transformers tag": main when read, the file from "Add model"
+        source=f"{TIMM_HUB}/resnetrs270.tf_in1k/tree/main",
+        imagenet_top=(84.438, 96.972),
+    ),
+    350: dict(
+        integrity="hub_commit",
+        revision="433eba9ce11fe73140d475a4a960306725443c10",  # "Add model"
+        source=f"{TIMM_HUB}/resnetrs350.tf_in1k/tree/433eba9ce11fe73140d475a4a960306725443c10",
+        imagenet_top=(84.710, 96.992),
+    ),
+    420: dict(
+        integrity="hub_commit",
+        revision="9f7f4ecddf763ad9300978129a98a1dc2b9b83ac",  # "Fix library_name."
+        source=f"{TIMM_HUB}/resnetrs420.tf_in1k/commits/9f7f4ecddf763ad9300978129a98a1dc2b9b83ac/.gitattributes",
+        imagenet_top=(85.010, 97.110),
+    ),
+}
+
 for _weights in TIMM_WEIGHTS.values():
-    # The SHA-256 of the Hub files is not pinned yet: listed, never downloaded unchecked.
     weights_lib.register_timm_weights(
         architecture=f"resnet_rs{_weights.depth}",
         family="resnet",
         hub_id=_weights.hub_id,
-        sha256=None,
-        sha256_source=None,
         input_size=_weights.test_size,
         crop_fraction=_weights.crop_fraction,
+        **_PINS[_weights.depth],
     )
 
 

@@ -40,9 +40,17 @@ from collections.abc import Callable
 import keras
 import numpy as np
 
-__all__ = ["FAMILIES", "assign_checkpoint", "keras_weights"]
+__all__ = ["FAMILIES", "TIMM_HUB", "TIMM_RESULTS", "assign_checkpoint", "keras_weights"]
 
 FAMILIES = ("byobnet", "resnet")
+TIMM_HUB = "https://huggingface.co/timm"
+"""Where timm's checkpoints are (the Hugging Face Hub's ``timm`` organisation)."""
+TIMM_RESULTS = (
+    "https://github.com/huggingface/pytorch-image-models/blob/"
+    "4e5207c7bb6592474ca56e28b2cf85be8f1a550f/results/results-imagenet.csv"
+)
+"""timm's own ImageNet evaluation of its checkpoints (top-1 / top-5 at each weight's test size
+and crop, bicubic): the source of the registered metrics of timm's files."""
 
 _BN = {"weight": "gamma", "bias": "beta", "running_mean": "moving_mean"}
 _BN["running_var"] = "moving_variance"

@@ -16,10 +16,10 @@ and the architecture here follows timm exactly, so that timm's weights give timm
   embeddings over the whole map (``26rpt_256``: global context, sized to a 256x256 input);
 * ReLU (``26t``, ``26rpt``) or SiLU (``50ts``); global average pooling and a linear classifier.
 
-``weights="imagenet"`` is registered for each: with a SHA-256 pinned (and its source cited) it
-downloads timm's ``model.safetensors`` from the Hugging Face Hub, checks it, converts it
-(:mod:`lambda_keras.zoo.timm_checkpoint`) and caches the Keras file; none is pinned yet, so it
-explains how to convert a file fetched by hand (``python -m lambda_keras.zoo.convert_timm``).
+``weights="imagenet"`` is registered for each: timm's ``model.safetensors`` from the Hugging Face
+Hub, checked by the strongest rule that can be cited for it
+([lambda_keras.zoo.integrity][lambda_keras.zoo.integrity]), converted
+([lambda_keras.zoo.timm_checkpoint][lambda_keras.zoo.timm_checkpoint]) and cached once.
 The images these weights expect: :func:`preprocess_input` (ImageNet mean/std) after the
 evaluation resize and crop of :func:`eval_image` (bicubic, shorter side to
 ``size / crop_fraction``, centre crop).
@@ -43,6 +43,7 @@ from lambda_keras.zoo.resnet_blocks import (
     bottleneck,
     conv_bn_act,
 )
+from lambda_keras.zoo.timm_checkpoint import TIMM_HUB
 
 __all__ = [
     "SPECS",
@@ -85,15 +86,10 @@ class TimmLambdaResNetSpec:
         image_size: Train and evaluation size of the weights (256).
         crop_fraction: timm's evaluation ``crop_pct``.
         fixed_input_size: The weights only fit ``image_size`` inputs (relative embeddings).
-        hub_id: The weights on the Hugging Face Hub (``timm/<model>.<tag>``).
-        sha256: SHA-256 of the Hub's ``model.safetensors``, or None when not pinned (such
-            weights are listed, never downloaded unchecked).
-        sha256_source: Where ``sha256`` can be checked: the Hub's LFS pointer at a named
-            revision, or an upstream file that publishes it. A hash without a source is refused.
-        top1: ImageNet-1k top-1 (%) at ``image_size`` as timm measured it.
+        hub_id: The weights on the Hugging Face Hub (``timm/<model>.<tag>``); their pin and
+            metrics are registered
+            ([registered_weights][lambda_keras.zoo.weights.registered_weights]).
         parameters: timm's parameter count.
-        revision: The Hub commit ``sha256`` was read at, which the download asks for
-            (required with a pinned ``sha256``).
     """
 
     name: str
@@ -105,11 +101,7 @@ class TimmLambdaResNetSpec:
     crop_fraction: float
     fixed_input_size: bool
     hub_id: str
-    sha256: str | None
-    sha256_source: str | None
-    top1: float
     parameters: int
-    revision: str | None = None  # the Hub commit a pinned sha256 was read at
 
     @property
     def weights_name(self) -> str:
@@ -136,9 +128,6 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             crop_fraction=0.94,
             fixed_input_size=False,
             hub_id="timm/lambda_resnet26t.c1_in1k",
-            sha256=None,
-            sha256_source=None,
-            top1=79.13,
             parameters=10_958_272,
         ),
         TimmLambdaResNetSpec(
@@ -151,9 +140,6 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             crop_fraction=0.94,
             fixed_input_size=True,
             hub_id="timm/lambda_resnet26rpt_256.c1_in1k",
-            sha256=None,
-            sha256_source=None,
-            top1=78.96,
             parameters=10_988_688,
         ),
         TimmLambdaResNetSpec(
@@ -168,27 +154,44 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
             crop_fraction=0.95,
             fixed_input_size=False,
             hub_id="timm/lambda_resnet50ts.a1h_in1k",
-            # The hash pinned here before had no recorded source and nothing on these machines
-            # can reach the Hub to check one: unpinned until a citable source is at hand.
-            sha256=None,
-            sha256_source=None,
-            top1=81.18,
             parameters=21_536_832,
         ),
     )
 }
 
 
+# How each file is checked (lambda_keras.zoo.integrity), where its digest or commit was read,
+# and timm's top-1 / top-5 (%) (timm_checkpoint.TIMM_RESULTS).
+_PINS = {
+    "lambda_resnet26t": dict(
+        integrity="hub_commit",
+        revision="5ed46e4",  # "transformers tag": main when read, the file from "Add model"
+        source=f"{TIMM_HUB}/lambda_resnet26t.c1_in1k/tree/main",
+        imagenet_top=(79.126, 94.554),
+    ),
+    "lambda_resnet26rpt_256": dict(
+        integrity="hub_latest",  # no commit of this repository could be cited
+        revision="main",
+        source=f"{TIMM_HUB}/lambda_resnet26rpt_256.c1_in1k",
+        imagenet_top=(78.960, 94.420),
+    ),
+    "lambda_resnet50ts": dict(
+        integrity="sha256",
+        sha256="bcb80eaa77910c72c9c0ff9e83f99d550270fc23ab0ccac69d01e35cb269cdf8",
+        revision="d1104e080d2725a19db5ec2ec58f589c490d674b",  # "Add model"
+        source=f"{TIMM_HUB}/lambda_resnet50ts.a1h_in1k/blob/main/model.safetensors",
+        imagenet_top=(81.184, 95.094),
+    ),
+}
+
 for _spec in SPECS.values():
     weights_lib.register_timm_weights(
         architecture=_spec.name,
         family="byobnet",
         hub_id=_spec.hub_id,
-        sha256=_spec.sha256,
-        sha256_source=_spec.sha256_source,
-        revision=_spec.revision,
         input_size=_spec.image_size,
         crop_fraction=_spec.crop_fraction,
+        **_PINS[_spec.name],
     )
 
 

@@ -1,32 +1,35 @@
-"""Registry of pretrained weights: a name maps to a file, its checksum and what it fits.
+"""Registry of pretrained weights: a name maps to a file, the rule that checks it, what it fits
+and how well it does.
 
-No official LambdaResNet weights exist; the registry is how weights trained with this project
-(or converted elsewhere) are published::
+A [WeightsSpec][lambda_keras.zoo.weights_spec.WeightsSpec] is the one record of a published
+file: where it is (a URL, or a Hugging Face Hub repository, file and revision), how it is checked
+(``integrity``: one of [INTEGRITY_RULES][lambda_keras.zoo.integrity.INTEGRITY_RULES], with
+the ``source`` of its digest or commit), what it fits (architecture, input size, classes) and
+its ``metrics`` (ImageNet top-1/top-5 at its input size, COCO box/mask AP) with their source.
+The docs' tables of models and weights are rendered from these records
+(``docs/registry_tables.py``).
 
-    register_weights(WeightsSpec(
-        name="lambda_resnet50_imagenet", url="https://.../lambda_resnet50.weights.h5",
-        sha256="...", architecture="lambda_resnet50", input_size=224))
-    model = lambda_keras.zoo.LambdaResNet50(weights="lambda_resnet50_imagenet")
+```python
+register_weights(WeightsSpec(
+    name="my_lambda_resnet50", url="https://example.org/lambda_resnet50.weights.h5",
+    sha256="...", architecture="lambda_resnet50", input_size=224))
+model = lambda_keras.zoo.LambdaResNet50(weights="my_lambda_resnet50")
+```
 
-Files are fetched once with ``keras.utils.get_file`` into the Keras cache and verified against
-their SHA-256 before anything is loaded. A file in timm's format (``source_format="timm"``, a
-``model.safetensors`` on the Hugging Face Hub, registered with :func:`register_timm_weights` at
-a pinned Hub revision) is fetched with ``huggingface_hub`` (the ``[timm]`` extra: its cache,
-resumed downloads, ETag check), checked against the same SHA-256, converted the first time
-(:mod:`lambda_keras.zoo.timm_checkpoint`) and the Keras ``.weights.h5`` cached under the Keras
-cache. A torchvision ``.pth`` (``source_format="torchvision"``, e.g. the COCO Mask R-CNN that
-:mod:`lambda_keras.detection` registers) goes the same way; torch.hub publishes only the first
-hex digits of such a file's SHA-256, in its name, so its spec checks that prefix
-(``hash_rule="torch_hub_prefix"``). A format other than Keras' is converted by the function
-registered for it (:func:`register_converter`): timm's here, torchvision's by the detection
-package.
+A file is fetched once ([lambda_keras.zoo.downloads][lambda_keras.zoo.downloads]) into the
+project's folder of the Keras cache and checked before anything reads it; a file that fails is
+removed and nothing is loaded. A file in another format (timm's ``model.safetensors``,
+torchvision's ``.pth``) is converted the first time by the function registered for its format
+([register_converter][lambda_keras.zoo.weights.register_converter]) and the Keras
+``.weights.h5`` cached beside a manifest: the digest and commit of the file it came from, and
+its own SHA-256, checked on every later load (a converted file that fails, or that came from
+another pin, is made again).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import importlib.util
+import json
 import os
 import tempfile
 import warnings
@@ -35,102 +38,22 @@ from collections.abc import Callable
 import keras
 
 from lambda_keras.checkpoints import read_checkpoint
-from lambda_keras.zoo import timm_checkpoint
+from lambda_keras.zoo import downloads, timm_checkpoint
+from lambda_keras.zoo.integrity import file_sha256
+from lambda_keras.zoo.weights_spec import METRICS, SOURCE_FORMATS, WeightsSpec
 
 __all__ = [
+    "METRICS",
     "WeightsSpec",
-    "fetch_weights",
+    "load_registered",
     "register_converter",
     "register_timm_weights",
     "register_weights",
     "registered_weights",
-    "require_pinned",
     "resolve_weights",
     "timm_family",
     "unregister_weights",
 ]
-
-PREPROCESSING_MODES = ("torch", "tf", "caffe")
-# The file each source format downloads to (its suffix): a Keras file is loaded as it is, the
-# others are converted once (register_converter).
-SOURCE_FORMATS = {"keras": ".weights.h5", "timm": ".safetensors", "torchvision": ".pth"}
-# "sha256": the whole SHA-256; "torch_hub_prefix": its first hex digits (8 or more), as
-# torch.hub names files <name>-<prefix>.pth and checks them with check_hash=True.
-HASH_RULES = ("sha256", "torch_hub_prefix")
-
-
-@dataclasses.dataclass(frozen=True)
-class WeightsSpec:
-    """A published weights file.
-
-    Attributes:
-        name: Registry name, passed as ``weights=name`` to a builder.
-        url: Where the file is (``https://``, ``file://``, ...).
-        sha256: SHA-256 of the file (hex), or None when it is not pinned yet: such weights
-            are listed but never downloaded (the error says how to convert them by hand).
-        architecture: The architecture the builder checks: the registry name of the model
-            (see :func:`lambda_keras.zoo.list_models`), for ``ResNet50`` with its layout and
-            intra-depth (``"resnet50_ccll"``, ``"resnet50_llll_u4"``).
-        input_size: Image side the weights are evaluated at: the builders' default input size
-            with these weights and the export script's serving size.
-        preprocessing: ``keras.applications.imagenet_utils.preprocess_input`` mode the weights
-            expect: ``"torch"`` (ImageNet mean/std, default), ``"tf"`` or ``"caffe"``.
-        classes: Number of classes of the classifier the file holds.
-        crop_fraction: Centre-crop fraction of the evaluation the weights were measured with.
-        source_format: ``"keras"`` (a ``.weights.h5``), ``"timm"`` (timm's
-            ``model.safetensors``) or ``"torchvision"`` (a ``.pth``), the last two converted
-            on first use.
-        hash_rule: ``"sha256"`` (``sha256`` is the whole digest) or ``"torch_hub_prefix"``
-            (``sha256`` is its first 8 or more hex digits, torch.hub's rule).
-        aliases: Other names that select these weights for their architecture only, e.g.
-            ``("imagenet",)``: ``weights="imagenet"``.
-        sha256_source: Where ``sha256`` comes from and can be checked (e.g. the Hub's LFS
-            pointer at a named revision); required for the project's own timm registrations.
-        hub_repo: A Hugging Face Hub repository (``timm/<model>.<tag>``) to fetch
-            ``model.safetensors`` from with ``huggingface_hub`` instead of ``url``.
-        hub_revision: The Hub commit (40 hex digits) the file is pinned at.
-    """
-
-    name: str
-    url: str
-    sha256: str | None
-    architecture: str
-    input_size: int
-    preprocessing: str = "torch"
-    classes: int = 1000
-    crop_fraction: float = 0.875
-    source_format: str = "keras"
-    hash_rule: str = "sha256"
-    aliases: tuple[str, ...] = ()
-    sha256_source: str | None = None
-    hub_repo: str | None = None
-    hub_revision: str | None = None
-
-    def __post_init__(self):
-        if self.source_format not in SOURCE_FORMATS:
-            raise ValueError(
-                f"`source_format` must be one of {SOURCE_FORMATS}; received {self.source_format!r}."
-            )
-        if self.preprocessing not in PREPROCESSING_MODES:
-            raise ValueError(
-                f"`preprocessing` must be one of {PREPROCESSING_MODES}; received "
-                f"{self.preprocessing!r}."
-            )
-        if self.hash_rule not in HASH_RULES:
-            raise ValueError(
-                f"`hash_rule` must be one of {HASH_RULES}; received {self.hash_rule!r}."
-            )
-        if self.sha256 is None:
-            return
-        hex_digits = all(c in "0123456789abcdef" for c in self.sha256.lower())
-        if self.hash_rule == "sha256" and not (hex_digits and len(self.sha256) == 64):
-            raise ValueError(f"`sha256` must be 64 hex digits; received {self.sha256!r}.")
-        if self.hash_rule == "torch_hub_prefix" and not (hex_digits and len(self.sha256) >= 8):
-            raise ValueError(
-                "With hash_rule='torch_hub_prefix', `sha256` must be the first 8 or more hex "
-                f"digits of the file's SHA-256; received {self.sha256!r}."
-            )
-
 
 _REGISTRY: dict[str, WeightsSpec] = {}
 # Source format -> the function that assigns a checkpoint file of that format to a built model,
@@ -139,7 +62,6 @@ _CONVERTERS: dict[str, tuple[Callable[[keras.Model, str, WeightsSpec], None], tu
 # Zoo architecture -> the timm model class its timm checkpoints come from
 # (:data:`lambda_keras.zoo.timm_checkpoint.FAMILIES`).
 _TIMM_FAMILIES: dict[str, str] = {}
-HUB = "https://huggingface.co"
 # Where fetched files go: None is the Keras cache (``$KERAS_HOME``, default ``~/.keras``),
 # under ``lambda_keras/``.
 CACHE_DIR: str | None = None
@@ -147,6 +69,8 @@ CACHE_DIR: str | None = None
 
 def register_weights(spec: WeightsSpec, overwrite: bool = False) -> None:
     """Add ``spec`` to the registry (``overwrite=True`` to replace an existing name)."""
+    if not isinstance(spec, WeightsSpec):
+        raise TypeError(f"`spec` must be a WeightsSpec; received {type(spec).__name__}.")
     if spec.name in _REGISTRY and not overwrite:
         raise ValueError(f"Weights {spec.name!r} are already registered; pass overwrite=True.")
     _REGISTRY[spec.name] = spec
@@ -174,62 +98,50 @@ def register_timm_weights(
     architecture: str,
     family: str,
     hub_id: str,
-    sha256: str | None,
-    sha256_source: str | None,
+    integrity: str,
+    revision: str,
+    source: str,
     input_size: int,
     crop_fraction: float,
-    revision: str | None = None,
+    imagenet_top: tuple[float, float],
+    sha256: str | None = None,
 ) -> WeightsSpec:
     """Register timm's ImageNet ``model.safetensors`` of ``hub_id`` (``timm/<model>.<tag>`` on
     the Hugging Face Hub) as ``weights="imagenet"`` of the zoo's ``architecture``, whose timm
     model class is ``family`` (``"byobnet"`` or ``"resnet"``); converted on first use.
 
-    A pinned ``sha256`` must say where it can be checked (``sha256_source``) and the Hub
-    ``revision`` (a commit) it belongs to, which the download asks for; without a hash the
-    weights are listed and never downloaded unchecked."""
-    if sha256 is not None and not sha256_source:
+    ``integrity`` is the rule that checks the file (``"sha256"`` with the published ``sha256``,
+    ``"hub_commit"`` at the commit ``revision``, or ``"hub_latest"`` with ``revision="main"``);
+    ``source`` is where the digest or commit was read, required: a pin that cannot be cited is
+    not a pin. ``imagenet_top``: timm's top-1 and top-5 (%) of the weights at ``input_size``
+    and ``crop_fraction``
+    (``lambda_keras.zoo.timm_checkpoint.TIMM_RESULTS``)."""
+    if not source:
         raise ValueError(
-            f"The SHA-256 pinned for {hub_id!r} needs its source (`sha256_source`: the Hub's LFS "
-            "pointer at a named revision, or an upstream file that publishes it); a hash that "
-            "cannot be cited is left unpinned (sha256=None)."
+            f"The pin of {hub_id!r} needs its `source`: the page its digest or commit was read on."
         )
-    _check_revision(hub_id, sha256, revision)
     if family not in timm_checkpoint.FAMILIES:
         raise ValueError(
             f"`family` must be one of {timm_checkpoint.FAMILIES}; received {family!r}."
         )
     spec = WeightsSpec(
         name=hub_id.split("/", 1)[1],
-        url=f"{HUB}/{hub_id}/resolve/{revision or 'main'}/model.safetensors",
-        sha256=sha256,
         architecture=architecture,
         input_size=input_size,
+        hub_repo=hub_id,
+        hub_revision=revision,
+        integrity=integrity,
+        sha256=sha256,
+        source=source,
+        metrics={"imagenet_top1": imagenet_top[0], "imagenet_top5": imagenet_top[1]},
+        metrics_source=timm_checkpoint.TIMM_RESULTS,
         crop_fraction=crop_fraction,
         source_format="timm",
         aliases=("imagenet",),
-        sha256_source=sha256_source,
-        hub_repo=hub_id,
-        hub_revision=revision,
     )
     register_weights(spec)
     _TIMM_FAMILIES[architecture] = family
     return spec
-
-
-def _check_revision(hub_id: str, sha256: str | None, revision: str | None) -> None:
-    """A pinned file is pinned at a Hub commit: the hash alone could name a file that ``main``
-    no longer serves."""
-    if sha256 is not None and revision is None:
-        raise ValueError(
-            f"The SHA-256 pinned for {hub_id!r} needs the Hub revision it was read at "
-            "(`revision`: a commit, 40 hex digits)."
-        )
-    if revision is not None and (
-        len(revision) != 40 or any(c not in "0123456789abcdef" for c in revision)
-    ):
-        raise ValueError(
-            f"`revision` must be a Hub commit (40 lowercase hex digits); received {revision!r}."
-        )
 
 
 def timm_family(architecture: str) -> str:
@@ -300,121 +212,45 @@ def resolve_weights(weights: str | None, architecture: str) -> WeightsSpec | str
     )
 
 
-def require_pinned(spec: WeightsSpec) -> None:
-    """Raise ``ValueError`` unless the registered file's SHA-256 is pinned (nothing unpinned is
-    downloaded): callers check it before other work, :func:`fetch_weights` before fetching."""
-    if spec.sha256 is None:
-        raise ValueError(
-            f"The SHA-256 of the weights {spec.name!r} ({spec.url}) is not pinned in "
-            "lambda_keras yet, so they are not downloaded unchecked. Download the file "
-            "yourself, check it, and pass its path as `weights=` (a timm checkpoint: convert "
-            f"it first with python -m lambda_keras.zoo.convert_timm --model={spec.architecture} "
-            "--checkpoint=model.safetensors --output=model.weights.h5)."
-        )
-
-
-def fetch_weights(spec: WeightsSpec) -> str:
-    """Download (once) and verify a registered file; returns its local path.
-
-    Raises:
-        ValueError: the file's SHA-256 is not pinned, or differs from the registered one
-            (nothing is loaded).
-    """
-    require_pinned(spec)
-    if spec.hub_repo is not None:
-        return _fetch_from_hub(spec)
-    filename = f"{spec.name}{SOURCE_FORMATS[spec.source_format]}"
-    if CACHE_DIR is not None:
-        os.makedirs(CACHE_DIR, exist_ok=True)  # Keras falls back to /tmp/.keras otherwise
-    whole = spec.hash_rule == "sha256"  # Keras' get_file checks whole digests only
-    try:
-        path = keras.utils.get_file(
-            filename,
-            origin=spec.url,
-            file_hash=spec.sha256 if whole else None,
-            hash_algorithm="sha256",
-            cache_subdir="lambda_keras",
-            cache_dir=CACHE_DIR,
-        )
-    except ValueError as err:
-        raise ValueError(
-            f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
-            f"{spec.sha256}. Nothing was loaded. ({err})"
-        ) from err
-    if not whole:
-        check_sha256(path, spec)
-    return path
-
-
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def check_sha256(path: str, spec: WeightsSpec) -> None:
-    """Raise ``ValueError`` (and remove the file, so that the next call downloads it again)
-    unless the file's SHA-256 is ``spec.sha256`` (its start, by ``torch_hub_prefix``)."""
-    digest = _sha256(path)
-    expected = spec.sha256.lower()
-    if digest == expected or (spec.hash_rule == "torch_hub_prefix" and digest.startswith(expected)):
-        return
-    os.remove(path)
-    raise ValueError(
-        f"Checksum mismatch for weights {spec.name!r} from {spec.url}: {path!r} has SHA-256 "
-        f"{digest[:16]}..., not the {expected!r}... registered ({spec.hash_rule}): a corrupt "
-        "or different download (removed; call again to retry). Nothing was loaded."
-    )
-
-
-def _fetch_from_hub(spec: WeightsSpec) -> str:
-    """``model.safetensors`` of ``spec.hub_repo`` at ``spec.hub_revision`` through
-    ``huggingface_hub``'s cache, checked against ``spec.sha256``."""
-    try:
-        from huggingface_hub import hf_hub_download
-    except ImportError as err:
-        raise ImportError(
-            f"Downloading the weights {spec.name!r} from the Hugging Face Hub needs "
-            "huggingface_hub: pip install 'lambda-keras[timm]'."
-        ) from err
-    cache = None if CACHE_DIR is None else os.path.join(CACHE_DIR, "huggingface")
-    path = hf_hub_download(
-        repo_id=spec.hub_repo,
-        filename="model.safetensors",
-        revision=spec.hub_revision,
-        cache_dir=cache,
-    )
-    digest = _sha256(path)
-    if digest != spec.sha256:
-        raise ValueError(
-            f"Checksum mismatch for weights {spec.name!r} from {spec.url}: expected SHA-256 "
-            f"{spec.sha256}, the file has {digest}. Nothing was loaded."
-        )
-    return path
-
-
-def _keras_cache() -> str:
-    """The project's folder of the Keras cache (``CACHE_DIR`` or ``$KERAS_HOME``)."""
+def cache_folder() -> str:
+    """The project's folder of the Keras cache (``CACHE_DIR``, or ``$KERAS_HOME``, default
+    ``~/.keras``, under ``lambda_keras/``), created if needed."""
     base = CACHE_DIR or os.environ.get("KERAS_HOME", os.path.join("~", ".keras"))
     folder = os.path.join(os.path.expanduser(base), "lambda_keras")
     os.makedirs(folder, exist_ok=True)
     return folder
 
 
+def fetch_weights(spec: WeightsSpec) -> str:
+    """Download (once) and check a registered file by its rule; returns its local path.
+
+    Raises:
+        ValueError: the file fails its check (it is removed; nothing is loaded).
+    """
+    return downloads.fetch(spec, cache_folder()).path
+
+
 def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
-    """Load registered weights into the built ``model``: a Keras file as fetched; another
-    format from its converted ``.weights.h5`` in the Keras cache, or fetched, converted once
-    (:func:`register_converter`) and cached there."""
-    require_pinned(spec)  # before anything is written to the cache
+    """Load registered weights into the built ``model``: a Keras file as fetched and checked;
+    another format from its converted ``.weights.h5`` in the cache when that file's manifest
+    holds its SHA-256 and the pin of the file it came from, else fetched, checked, converted
+    once ([register_converter][lambda_keras.zoo.weights.register_converter]) and cached."""
     if spec.source_format == "keras":
         load_into(model, fetch_weights(spec), spec.architecture)
         return
-    converted = os.path.join(_keras_cache(), f"{spec.name}.weights.h5")
-    if os.path.exists(converted):
+    converted = os.path.join(cache_folder(), f"{spec.name}.weights.h5")
+    if _converted_file_holds(converted, spec):
         load_into(model, converted, spec.architecture)
         return
+    convert = _converter(spec, converted)
+    fetched = downloads.fetch(spec, cache_folder())
+    convert(model, fetched.path, spec)
+    save_weights_atomically(model, converted)
+    _write_manifest(converted, spec, fetched)
+
+
+def _converter(spec: WeightsSpec, converted: str) -> Callable:
+    """The converter of ``spec``'s format, its modules checked before anything is fetched."""
     if spec.source_format not in _CONVERTERS:
         raise ValueError(
             f"No converter is registered for {spec.source_format!r} checkpoints (weights "
@@ -429,8 +265,56 @@ def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
             f"and needing {', '.join(missing)} for it (pip install {' '.join(missing)}); later "
             f"calls read the converted file {converted!r}. Nothing was downloaded."
         )
-    convert(model, fetch_weights(spec), spec)
-    save_weights_atomically(model, converted)
+    return convert
+
+
+def _pin(spec: WeightsSpec) -> dict:
+    """What a converted file must have come from: the spec's rule, digest and revision."""
+    return {
+        "integrity": spec.integrity,
+        "sha256": spec.sha256,
+        "url": spec.url,
+        "hub_repo": spec.hub_repo,
+        "hub_revision": spec.hub_revision,
+    }
+
+
+def _write_manifest(converted: str, spec: WeightsSpec, fetched: downloads.Fetched) -> None:
+    manifest = {
+        "pin": _pin(spec),
+        "source_sha256": fetched.sha256,
+        "source_commit": fetched.commit,
+        "converted_sha256": file_sha256(converted),
+    }
+    with open(f"{converted}.json", "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+def _converted_file_holds(converted: str, spec: WeightsSpec) -> bool:
+    """Whether the cached conversion is of the file ``spec`` pins and intact; one that is
+    not is removed (with a warning when it was damaged), to be made again."""
+    manifest_path = f"{converted}.json"
+    if not os.path.exists(converted):
+        return False
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+        same_pin = manifest["pin"] == _pin(spec)
+        intact = same_pin and manifest["converted_sha256"] == file_sha256(converted)
+    except (OSError, ValueError, KeyError, TypeError):
+        same_pin = intact = False
+    if intact:
+        return True
+    if same_pin:
+        warnings.warn(
+            f"The converted weights {converted!r} do not have the SHA-256 recorded when they were "
+            "converted: removed, and converted again from the checked download.",
+            stacklevel=3,
+        )
+    for path in (converted, manifest_path):
+        if os.path.exists(path):
+            os.remove(path)
+    return False
 
 
 def _convert_timm(model: keras.Model, path: str, spec: WeightsSpec) -> None:

@@ -155,10 +155,6 @@ def test_schedule_arguments(kwargs, message):
         ({"strategy": "multi_worker"}, "--strategy=multi_worker: Mask R-CNN trains with model.fit"),
         ({"backbone_weights": "/no/such.weights.h5"}, "'/no/such.weights.h5' does not exist"),
         ({"backbone_weights": "imagenet"}, "Unknown weights 'imagenet'.*'lambda_resnet50': none"),
-        (
-            {"backbone": "resnet_rs", "backbone_weights": "imagenet"},
-            "SHA-256 of the weights 'resnetrs50.tf_in1k'.*not pinned",
-        ),
         ({"backbone": "resnet"}, "`backbone` must be one of 'lambda_resnet'"),
     ],
 )

@@ -1,14 +1,12 @@
 """The timm -> Keras converter, without PyTorch.
 
-``timm_state_shapes.json`` lists every tensor of timm's state dicts of its three LambdaResNets and
-of ``resnetrs50`` with its shape, as timm 1.0.31 creates them (written by ``timm_equivalence.py
---models=lambda_resnet26t,lambda_resnet26rpt_256,lambda_resnet50ts,resnet_rs50 --write-shapes``):
-the converter must accept exactly those. Equivalence of the converted models' logits with
-timm's is checked under ``-m slow`` (``test_timm_equivalence.py``).
+timm's state dicts' tensor names and shapes (``timm_states.py``: timm 1.0.31's, written by
+``timm_equivalence.py --models=lambda_resnet26t,lambda_resnet26rpt_256,lambda_resnet50ts,
+resnet_rs50 --write-shapes``): the converter must accept exactly those. Equivalence of the
+converted models' logits with timm's is checked under ``-m slow`` (``test_timm_equivalence.py``).
 """
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -22,25 +20,11 @@ from lambda_keras import zoo
 from lambda_keras.zoo import convert_timm, timm_checkpoint
 from lambda_keras.zoo import weights as weights_lib
 from tests.backend import numpy
+from tests.zoo.timm_states import SHAPES, random_state
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-SHAPES = json.loads(Path(__file__).with_name("timm_state_shapes.json").read_text())
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def random_state(name: str, seed: int = 0) -> dict[str, np.ndarray]:
-    """A state dict with timm's tensor names and shapes and random values."""
-    rng = np.random.default_rng(seed)
-    state = {}
-    for key, shape in SHAPES[name].items():
-        if key.endswith("num_batches_tracked"):
-            state[key] = np.array(rng.integers(0, 1000), dtype=np.int64)
-        elif key.endswith("running_var"):
-            state[key] = rng.uniform(0.5, 2.0, shape).astype("float32")
-        else:
-            state[key] = rng.normal(0, 0.1, shape).astype("float32")
-    return state
 
 
 def test_the_fixture_covers_every_family():

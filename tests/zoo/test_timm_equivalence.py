@@ -1,4 +1,5 @@
-"""Converted timm checkpoints (LambdaResNet ports, ResNet-RS) give timm's logits (``-m slow``).
+"""timm's checkpoints (LambdaResNet ports, ResNet-RS), loaded through the weights registry
+(``weights="imagenet"``, from a local Hub), give timm's logits (``-m slow``).
 
 ``pip install torch==2.14.1 torchvision==0.29.1 timm``. The comparison runs in a subprocess
 because PyTorch must be imported before TensorFlow in one process.
@@ -22,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(
     "name",
     ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]
-    + ["resnet_rs50", "resnet_rs101", "resnet_rs152"],
+    + [f"resnet_rs{depth}" for depth in (50, 101, 152, 200, 270, 350, 420)],
 )
 def test_converted_model_gives_timms_logits(name):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}

@@ -88,103 +88,54 @@ def test_local_scope_models_take_any_size():
 def test_imagenet_weights_are_registered_with_their_evaluation():
     for name, spec in tlr.SPECS.items():
         resolved = weights_lib.resolve_weights("imagenet", name)
-        assert resolved.name == spec.weights_name
+        assert resolved.name == spec.weights_name and resolved.hub_repo == spec.hub_id
         assert resolved.source_format == "timm" and resolved.classes == 1000
-        assert (
-            resolved.url == f"https://huggingface.co/{spec.hub_id}/resolve/main/model.safetensors"
-        )
         assert (resolved.input_size, resolved.crop_fraction) == (256, spec.crop_fraction)
-    # No hash without a source: none of timm's files could be cited from these machines.
-    assert all(s.sha256 is None or s.sha256_source for s in tlr.SPECS.values())
+        assert resolved.origin.startswith(f"https://huggingface.co/{spec.hub_id}/blob/")
     with pytest.raises(ValueError, match=r"Unknown weights 'imagenet'"):
         zoo.LambdaResNet50(weights="imagenet")  # the alias belongs to the timm ports only
 
 
-def test_a_pinned_hash_must_cite_its_source():
-    arguments = dict(
-        architecture="lambda_resnet26t",
-        family="byobnet",
-        hub_id="timm/lambda_resnet26t.test_in1k",
-        input_size=256,
-        crop_fraction=0.94,
-    )
-    with pytest.raises(ValueError, match="needs its source"):
-        weights_lib.register_timm_weights(sha256="0" * 64, sha256_source=None, **arguments)
+ARGUMENTS = dict(
+    architecture="lambda_resnet26t",
+    family="byobnet",
+    hub_id="timm/lambda_resnet26t.test_in1k",
+    input_size=256,
+    crop_fraction=0.94,
+    imagenet_top=(79.0, 94.0),
+)
+
+
+@pytest.mark.parametrize(
+    "pin, message",
+    [
+        (dict(integrity="hub_commit", revision="a" * 40, source=""), "needs its `source`"),
+        (dict(integrity="sha256", revision="a" * 40, source="s"), "whole SHA-256"),
+        (dict(integrity="hub_commit", revision="main", source="s"), "must be a commit"),
+        (dict(integrity="hub_commit", revision="abc", source="s"), "must be a commit"),
+        (dict(integrity="hub_latest", revision="a" * 40, source="s"), "must be 'main'"),
+        (dict(integrity="md5", revision="main", source="s"), "`integrity` must be one of"),
+        (
+            dict(integrity="hub_commit", revision="a" * 40, source="s", sha256="0" * 64),
+            "`sha256` goes with integrity='sha256'",
+        ),
+    ],
+)
+def test_a_pin_must_name_its_rule_revision_and_source(pin, message):
+    with pytest.raises(ValueError, match=message):
+        weights_lib.register_timm_weights(**pin, **ARGUMENTS)
     assert "lambda_resnet26t.test_in1k" not in weights_lib.registered_weights()
-    with pytest.raises(ValueError, match="needs the Hub revision"):
-        weights_lib.register_timm_weights(sha256="0" * 64, sha256_source="LFS", **arguments)
-    with pytest.raises(ValueError, match="`revision` must be a Hub commit"):
-        weights_lib.register_timm_weights(
-            sha256="0" * 64, sha256_source="LFS", revision="main", **arguments
-        )
-    assert "lambda_resnet26t.test_in1k" not in weights_lib.registered_weights()
+
+
+def test_a_registered_pin_records_its_metrics():
     spec = weights_lib.register_timm_weights(
-        sha256="0" * 64,
-        sha256_source="the Hub's LFS pointer at revision " + "a" * 40,
-        revision="a" * 40,
-        **arguments,
+        integrity="hub_commit", revision="a" * 40, source="https://x", **ARGUMENTS
     )
     try:
-        assert spec.sha256_source.startswith("the Hub's LFS pointer")
-        assert f"/resolve/{'a' * 40}/model.safetensors" in spec.url
+        assert spec.metrics == {"imagenet_top1": 79.0, "imagenet_top5": 94.0}
+        assert spec.origin.endswith(f"/blob/{'a' * 40}/model.safetensors")
     finally:
         weights_lib.unregister_weights(spec.name)
-
-
-def test_pinned_timm_weights_come_through_huggingface_hub_at_their_revision(monkeypatch, tmp_path):
-    import hashlib
-
-    import huggingface_hub
-
-    calls = []
-    payload = b"not really a checkpoint"
-
-    def fake_download(repo_id, filename, revision, cache_dir):
-        calls.append((repo_id, filename, revision, cache_dir))
-        path = tmp_path / "hub" / filename
-        path.parent.mkdir(exist_ok=True)
-        path.write_bytes(payload)
-        return str(path)
-
-    monkeypatch.setattr(huggingface_hub, "hf_hub_download", fake_download)
-    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path / "cache"))
-    pinned = dict(
-        architecture="lambda_resnet26t",
-        family="byobnet",
-        hub_id="timm/lambda_resnet26t.pinned_in1k",
-        sha256_source="a test",
-        revision="b" * 40,
-        input_size=256,
-        crop_fraction=0.94,
-    )
-    good = weights_lib.register_timm_weights(sha256=hashlib.sha256(payload).hexdigest(), **pinned)
-    try:
-        assert weights_lib.fetch_weights(good) == str(tmp_path / "hub" / "model.safetensors")
-        assert calls == [
-            (
-                "timm/lambda_resnet26t.pinned_in1k",
-                "model.safetensors",
-                "b" * 40,
-                str(tmp_path / "cache" / "huggingface"),
-            )
-        ]
-    finally:
-        weights_lib.unregister_weights(good.name)
-    bad = weights_lib.register_timm_weights(sha256="0" * 64, **pinned)
-    try:
-        with pytest.raises(ValueError, match="Checksum mismatch.*Nothing was loaded"):
-            weights_lib.fetch_weights(bad)
-    finally:
-        weights_lib.unregister_weights(bad.name)
-
-
-def test_unpinned_weights_are_never_downloaded(monkeypatch, tmp_path):
-    monkeypatch.setattr(weights_lib, "CACHE_DIR", str(tmp_path))
-    unpinned = [s for s in tlr.SPECS.values() if s.sha256 is None]
-    for spec in unpinned:
-        with pytest.raises(ValueError, match="not pinned.*convert_timm"):
-            zoo.get_model(spec.name, weights="imagenet")
-    assert list(tmp_path.iterdir()) == []
 
 
 def test_eval_image_is_timms_resize_and_centre_crop():

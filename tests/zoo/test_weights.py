@@ -70,11 +70,12 @@ def test_weights_from_a_file_path(published):
     np.testing.assert_array_equal(model.get_weights()[0], source.get_weights()[0])
 
 
-def test_checksum_mismatch_loads_nothing(published, tmp_path):
+def test_checksum_mismatch_loads_nothing_and_removes_the_download(published, tmp_path):
     _, spec, path = published
     path.write_bytes(path.read_bytes()[:-10] + b"corrupted!")
-    with pytest.raises(ValueError, match="Checksum mismatch.*Nothing was loaded"):
+    with pytest.raises(ValueError, match=f"expected SHA-256 {spec.sha256} .*removed and nothing"):
         zoo.LambdaMobileNetV2(alpha=0.35, weights=spec.name, classes=6)
+    assert list((tmp_path / "cache" / "lambda_keras").iterdir()) == []
 
 
 def test_weights_for_another_architecture(published):
@@ -104,11 +105,22 @@ def test_missing_file_and_wrong_architecture_file(published, tmp_path):
         zoo.MobileNetV2(alpha=0.35, input_shape=SHAPE, classes=6, weights=str(path))
 
 
-def test_spec_validation():
-    with pytest.raises(ValueError, match="sha256"):
-        weights_lib.WeightsSpec("x", "file:///x", "abc", "resnet50", 224)
-    with pytest.raises(ValueError, match="preprocessing"):
-        weights_lib.WeightsSpec("x", "file:///x", "0" * 64, "resnet50", 224, preprocessing="bgr")
+@pytest.mark.parametrize(
+    "fields, message",
+    [
+        (dict(url="file:///x", sha256="abc"), "whole SHA-256"),
+        (dict(url="file:///x", sha256="0" * 64, preprocessing="bgr"), "`preprocessing` must be"),
+        (dict(sha256="0" * 64), "exactly one of `url` and `hub_repo`"),
+        (dict(url="file:///x", integrity="hub_latest"), "checks a Hub file"),
+        (dict(url="file:///x", sha256="0" * 64, metrics={"top1": 1.0}), "`metrics` of 'x'"),
+        (dict(hub_repo="a/b", sha256="0" * 64, hub_revision="v1.0"), "a commit or main"),
+    ],
+)
+def test_spec_validation(fields, message):
+    with pytest.raises(ValueError, match=message):
+        weights_lib.WeightsSpec(name="x", architecture="resnet50", input_size=224, **fields)
+    with pytest.raises(TypeError, match="`spec` must be a WeightsSpec"):
+        weights_lib.register_weights({"name": "x"})
 
 
 def test_a_converter_whose_module_is_missing_stops_before_the_download(tmp_path, monkeypatch):
@@ -120,8 +132,7 @@ def test_a_converter_whose_module_is_missing_stops_before_the_download(tmp_path,
     spec = weights_lib.WeightsSpec(
         name="needs_a_module",
         url=checkpoint.as_uri(),
-        sha256="00000000",
-        hash_rule="torch_hub_prefix",
+        sha256="0" * 64,
         architecture="lambda_mobilenet_v2",
         input_size=64,
         source_format="torchvision",

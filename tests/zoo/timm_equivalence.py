@@ -7,10 +7,12 @@ Run as a script (PyTorch must be imported before TensorFlow in one process)::
 
 For each model: timm builds it with a fixed seed; every batch-norm's affine parameters and
 statistics and every lambda-convolution bias are perturbed so that they matter; the state dict
-is saved as ``.safetensors``, converted with ``python -m lambda_keras.zoo.convert_timm`` and
-loaded by the Keras builder. Both classify the same batch of real photos (scikit-learn's two
-sample photos, two crops each, timm's evaluation transform and normalisation). One line per
-model: the largest absolute logit difference, the logit scale and whether the top-5 agree.
+is served as the registered ``weights="imagenet"`` file by a Hugging Face Hub on 127.0.0.1
+(``tests/pretrained_mirror.py``) and loaded through the registry as a user loads it
+(``get_model(name, weights="imagenet")``: download, check, conversion, cache). Both classify
+the same batch of real photos (scikit-learn's two sample photos, two crops each, timm's
+evaluation transform and normalisation). One line per model: the largest absolute logit
+difference, the logit scale and whether the top-5 agree.
 ``--write-shapes`` also writes every tensor's name and shape (the converter test's fixture).
 """
 
@@ -19,8 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -28,7 +28,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np
 import timm
 import torch  # before TensorFlow
-from safetensors.numpy import save_file
 
 from lambda_keras.preprocessing import eval_image
 from lambda_keras.zoo import registry, resnet_rs, timm_lambda_resnet
@@ -99,32 +98,30 @@ def scale_classifier(model: torch.nn.Module, x: torch.Tensor, largest: float = 1
         model.get_classifier().bias.mul_(factor)
 
 
+def load_through_the_registry(name: str, state: dict, workdir: str):
+    """``get_model(name, weights="imagenet")`` with ``state`` served by a local Hub at the
+    registered commit, into a fresh cache under ``workdir``."""
+    import pytest
+
+    from lambda_keras.zoo import weights as weights_lib
+    from tests.pretrained_mirror import pretrained_mirror, publish
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(weights_lib, "CACHE_DIR", os.path.join(workdir, "cache"))
+        with pretrained_mirror(monkeypatch) as hub:
+            publish(hub, name, monkeypatch, state=state)
+            return registry.get_model(name, weights="imagenet", classifier_activation=None)
+
+
 def compare(name: str, workdir: str) -> dict:
     model = perturbed_timm_model(name)
     x = photos(name)
     torch_x = torch.from_numpy(x).permute(0, 3, 1, 2)
     scale_classifier(model, torch_x)
     state = {k: v.detach().contiguous().numpy() for k, v in model.state_dict().items()}
-    checkpoint = os.path.join(workdir, f"{name}.safetensors")
-    save_file(state, checkpoint)
-    output = os.path.join(workdir, f"{name}.weights.h5")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lambda_keras.zoo.convert_timm",
-            f"--model={name}",
-            f"--checkpoint={checkpoint}",
-            f"--output={output}",
-        ],
-        check=True,
-        capture_output=True,
-    )
     with torch.no_grad():
         expected = model(torch_x).numpy()
-    keras_model = registry.get_model(
-        name, weights=output, classifier_activation=None, input_shape=x.shape[1:]
-    )
+    keras_model = load_through_the_registry(name, state, workdir)
     actual = np.asarray(keras_model(x, training=False))
     top5 = [
         list(np.argsort(-row)[:5]) == list(np.argsort(-ref)[:5])

@@ -5,9 +5,19 @@ its checkpoints' tensor mapping (:mod:`.checkpoint`) and COCO's categories
 ``python -m lambda_keras.detection.convert_torchvision``."""
 
 from lambda_keras.detection.torchvision.mask_rcnn import (
+    COCO_V2_WEIGHTS,
     COCO_WEIGHTS,
     TORCHVISION_RULES,
+    TORCHVISION_V2_RULES,
     maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
 )
 
-__all__ = ["COCO_WEIGHTS", "TORCHVISION_RULES", "maskrcnn_resnet50_fpn"]
+__all__ = [
+    "COCO_V2_WEIGHTS",
+    "COCO_WEIGHTS",
+    "TORCHVISION_RULES",
+    "TORCHVISION_V2_RULES",
+    "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
+]

@@ -11,7 +11,7 @@ from lambda_keras import _validation as v
 from lambda_keras import zoo
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.recipes import RECIPES, DetectionRecipe
-from lambda_keras.zoo.weights import WeightsSpec, require_pinned, resolve_weights
+from lambda_keras.zoo.weights import resolve_weights
 
 __all__ = ["BACKBONES", "DetectionRun", "resolve_run"]
 
@@ -71,9 +71,7 @@ def resolve_run(config: DetectionConfig) -> DetectionRun:
     if backbone_class is None:
         return run
     # An unknown name or a missing file, before the data is read (the backbone loads it later).
-    resolved = resolve_weights(config.backbone_weights, run.backbone_architecture)
-    if isinstance(resolved, WeightsSpec):
-        require_pinned(resolved)
+    resolve_weights(config.backbone_weights, run.backbone_architecture)
     return run
 
 

@@ -1,32 +1,35 @@
-"""torchvision checkpoint -> Keras weights: the tensor mapping, strictness and the converter
-command, on random tensors of torchvision's shapes (no PyTorch needed; the equality with
-torchvision's own model is ``test_equivalence.py``, ``-m slow``)."""
+"""torchvision checkpoint -> Keras weights: the tensor mapping of v1 and v2, strictness and the
+converter command, on random tensors of torchvision's shapes (no PyTorch needed; the equality
+with torchvision's own models is ``test_equivalence.py``, ``-m slow``)."""
 
-import json
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from lambda_keras.detection import convert_torchvision
 from lambda_keras.detection.torchvision import checkpoint as torchvision_checkpoint
-from lambda_keras.detection.torchvision.mask_rcnn import maskrcnn_resnet50_fpn
+from lambda_keras.detection.torchvision.mask_rcnn import (
+    maskrcnn_resnet50_fpn,
+    maskrcnn_resnet50_fpn_v2,
+)
+from tests.detection.torchvision.torchvision_states import random_state as model_state
 
 safetensors_numpy = pytest.importorskip("safetensors.numpy")
 
-# torchvision 0.29.1's maskrcnn_resnet50_fpn(num_classes=91).state_dict() shapes.
-SHAPES = json.loads(Path(__file__).with_name("state_shapes.json").read_text())
-
 
 def random_state(seed=0):
-    rng = np.random.default_rng(seed)
-    return {k: rng.normal(size=s).astype("float32") for k, s in SHAPES.items()}
+    return model_state("maskrcnn_resnet50_fpn", seed)
 
 
 @pytest.fixture(scope="module")
 def model():
     return maskrcnn_resnet50_fpn()
+
+
+@pytest.fixture(scope="module")
+def model_v2():
+    return maskrcnn_resnet50_fpn_v2()
 
 
 def test_every_tensor_lands_where_torchvision_uses_it(model):
@@ -112,6 +115,43 @@ def test_another_models_checkpoint_is_refused_naming_the_tensor(model, change, m
     np.testing.assert_array_equal(model.box_head.fc1.kernel.numpy(), before)  # nothing assigned
 
 
+def test_every_v2_tensor_lands_where_torchvision_uses_it(model_v2):
+    state = model_state("maskrcnn_resnet50_fpn_v2", 5)
+    torchvision_checkpoint.assign_checkpoint(model_v2, state)
+    fc = state["roi_heads.box_head.5.weight"]  # after 4 conv blocks and the flatten: (c, y, x)
+    c, y, x, o = 7, 3, 1, 2
+    assert (
+        model_v2.box_head.fc1.kernel.numpy()[(y * 7 + x) * 256 + c, o] == fc[o, c * 49 + y * 7 + x]
+    )
+    box = model_v2.box_head
+    np.testing.assert_array_equal(
+        box.convs[2].kernel.numpy(), state["roi_heads.box_head.2.0.weight"].transpose(2, 3, 1, 0)
+    )
+    np.testing.assert_array_equal(
+        box.norms[3].moving_mean.numpy(), state["roi_heads.box_head.3.1.running_mean"]
+    )
+    np.testing.assert_array_equal(
+        model_v2.mask_head.norms[1].gamma.numpy(), state["roi_heads.mask_head.1.1.weight"]
+    )
+    np.testing.assert_array_equal(
+        model_v2.fpn.output_norms["P4"].moving_variance.numpy(),
+        state["backbone.fpn.layer_blocks.2.1.running_var"],
+    )
+    np.testing.assert_array_equal(
+        model_v2.rpn_head.convs[1].bias.numpy(), state["rpn.head.conv.1.0.bias"]
+    )
+    assert not model_v2.fpn.lateral["P2"].use_bias and not box.convs[0].use_bias
+    assert model_v2.backbone.get_layer("bn1").epsilon == 1e-5
+
+
+def test_v1_and_v2_checkpoints_are_refused_by_each_other(model, model_v2):
+    v1, v2 = random_state(6), model_state("maskrcnn_resnet50_fpn_v2", 6)
+    with pytest.raises(ValueError, match="not torchvision's maskrcnn_resnet50_fpn_v2: it has no"):
+        torchvision_checkpoint.assign_checkpoint(model_v2, v1)
+    with pytest.raises(ValueError, match="not torchvision's maskrcnn_resnet50_fpn: it has no"):
+        torchvision_checkpoint.assign_checkpoint(model, v2)
+
+
 @pytest.mark.end_to_end  # the command line, run as a script
 def test_converter_writes_a_file_the_builder_loads_and_nothing_on_failure(tmp_path):
     state = random_state(3)
@@ -145,4 +185,4 @@ def test_converter_writes_a_file_the_builder_loads_and_nothing_on_failure(tmp_pa
         convert_torchvision.convert("maskrcnn_resnet50_fpn", checkpoint, failed)
     assert not os.path.exists(failed)
     with pytest.raises(ValueError, match="`model` must be one of maskrcnn_resnet50_fpn"):
-        convert_torchvision.convert("maskrcnn_resnet50_fpn_v2", checkpoint, failed)
+        convert_torchvision.convert("fasterrcnn_resnet50_fpn", checkpoint, failed)
