@@ -8,10 +8,11 @@ saved and exchanged as ``.keras`` files with this TensorFlow process (the detect
 losses and gradient norm equal to TensorFlow's), and NMS's contract (eager and compiled);
 under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
 registry and its pretrained entries, the checkpoint reader, the timm converter and every
-detection op. torchvision's COCO weights and timm's from the local Hub load in the default child
-run too, where neither TensorFlow nor PyTorch can be imported (on the PyTorch backend, Keras
-itself needs torch). PyTorch is not in the test extra
-(its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch is installed.
+detection op. timm's weights from the local Hub load in the default child run too;
+torchvision's COCO weights, where neither TensorFlow nor PyTorch can be imported, under
+``-m slow`` (the TensorFlow run loads them without PyTorch in the default run). PyTorch is not
+in the test extra (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch
+is installed.
 The child cannot import TensorFlow at all, which proves that what it tests needs none.
 """
 
@@ -49,9 +50,8 @@ CORE = [
     "tests/detection/test_every_backend.py",
     "tests/detection/ops/test_nms.py",
     "tests/detection/ops/test_roi_align.py::test_adaptive_sampling_matches_torchvision_algorithm",
-    # Pretrained weights without PyTorch (or TensorFlow): the COCO checkpoint's reader and
-    # converter, and one timm file from the local Hub.
-    "tests/detection/torchvision/test_coco_weights.py::test_coco_loads_in_one_line_without_pytorch",
+    # Pretrained weights without TensorFlow: one timm file from the local Hub (a short commit
+    # id resolved, checked, converted, cached).
     "tests/zoo/test_pretrained.py::test_each_rule_loads_the_weights_in_one_line_then_from_the_cache"
     "[lambda_resnet26t]",
 ]
@@ -63,6 +63,7 @@ EVERYTHING = [
     "tests/zoo/test_weights.py",
     "tests/zoo/test_pretrained.py",
     "tests/checkpoints",
+    "tests/detection/torchvision/test_coco_weights.py",
     "tests/zoo/test_pyramid_backbone.py",
     "tests/detection/test_every_backend.py",
     "tests/detection/ops",

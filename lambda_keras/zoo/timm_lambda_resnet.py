@@ -331,8 +331,16 @@ def LambdaResNet26T(
     """Instantiates timm's ``lambda_resnet26t``: 26 layers, tiered stem, ReLU, lambda layers
     with a 9x9 scope in the last block of c4 and both blocks of c5.
 
-    ``weights="imagenet"``: timm's ``lambda_resnet26t.c1_in1k`` (ImageNet top-1 79.13% at
-    256x256, crop 0.94, as timm measured it).
+    ``weights="imagenet"``: timm's ``lambda_resnet26t.c1_in1k`` at 256x256 (its metrics and file:
+    ``registered_weights("lambda_resnet26t")``).
+
+    Examples:
+
+    ```python
+    import lambda_keras
+
+    model = lambda_keras.zoo.LambdaResNet26T(weights="imagenet")  # downloaded and checked once
+    ```
     """
     return _timm_lambda_resnet("lambda_resnet26t", **locals())
 
@@ -355,7 +363,7 @@ def LambdaResNet26RPT256(
 
     The embeddings are sized to the input, so the input size is fixed when the model is built;
     the weights fit 256x256. ``weights="imagenet"``: timm's ``lambda_resnet26rpt_256.c1_in1k``
-    (ImageNet top-1 78.96% at 256x256, crop 0.94, as timm measured it).
+    (its metrics and file: ``registered_weights("lambda_resnet26rpt_256")``).
     """
     return _timm_lambda_resnet("lambda_resnet26rpt_256", **locals())
 
@@ -377,7 +385,15 @@ def LambdaResNet50TS(
     with a 9x9 scope in the last block of c3, every second block of c4 and the middle block
     of c5.
 
-    ``weights="imagenet"``: timm's ``lambda_resnet50ts.a1h_in1k`` (ImageNet top-1 81.18% at
-    256x256, crop 0.95, as timm measured it).
+    ``weights="imagenet"``: timm's ``lambda_resnet50ts.a1h_in1k`` at 256x256 (its metrics and file:
+    ``registered_weights("lambda_resnet50ts")``).
+
+    Examples:
+
+    ```python
+    import lambda_keras
+
+    model = lambda_keras.zoo.LambdaResNet50TS(weights="imagenet")  # downloaded and checked once
+    ```
     """
     return _timm_lambda_resnet("lambda_resnet50ts", **locals())

@@ -44,7 +44,18 @@ def test_the_spec_table_is_table_19():
     assert {d: (r.blocks, r.c4_lambda_blocks) for d, r in resnet_rs.DEPTHS.items()} == TABLE19
 
 
-@pytest.mark.parametrize("depth", sorted(TABLE19))
+# The built placement at the shallowest, the paper's main and the deepest depth; every depth
+# under -m slow (the spec table of every depth is Table 19: test_the_spec_table_is_table_19).
+DEFAULT_DEPTHS = (50, 101, 420)
+
+
+@pytest.mark.parametrize(
+    "depth",
+    [
+        d if d in DEFAULT_DEPTHS else pytest.param(d, marks=pytest.mark.slow)
+        for d in sorted(TABLE19)
+    ],
+)
 def test_lambda_layers_at_table_19_positions(depth):
     blocks, c4_lambda_blocks = TABLE19[depth]
     model = getattr(zoo, f"LambdaResNet{depth}")(input_shape=SMALL, classes=10)
@@ -69,7 +80,7 @@ def test_c4_variant_uses_lambda_layers_in_all_of_c4_and_c5(depth):
     assert model.output.shape == (None, 2, 2, 2048)
 
 
-@pytest.mark.parametrize("depth", [50, 200])
+@pytest.mark.parametrize("depth", [50, pytest.param(200, marks=pytest.mark.slow)])
 def test_resnet_rs_with_and_without_se(depth):
     with_se = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL)
     without = getattr(zoo, f"ResNetRS{depth}")(input_shape=SMALL, se=False)

@@ -14,10 +14,11 @@ What makes them torchvision's and not the project's own Mask R-CNN is data
   it alone, whatever the batch size (a static shape for XLA);
 * classes: the project's 0-based classes, torchvision's label minus 1 (COCO's category id
   minus 1 for the COCO model); ``categories`` carries each class's COCO id and name;
-* v2 (torchvision's PR #5773 recipe, 47.4 box AP against v1's 37.9): batch norm (epsilon
-  1e-5) after every FPN and head convolution, two RPN convolutions, a box head of four 3x3
-  convolutions and one fully connected layer, and a backbone with ``BatchNorm2d`` (epsilon
-  1e-5; it trains in the stages that train) instead of v1's frozen batch norm with epsilon 0.
+* v2 (torchvision's PR #5773 recipe; its COCO AP beside v1's in ``COCO_V2_WEIGHTS.metrics``):
+  batch norm (epsilon 1e-5) after every FPN and head convolution, two RPN convolutions, a box
+  head of four 3x3 convolutions and one fully connected layer, and a backbone with
+  ``BatchNorm2d`` (epsilon 1e-5; it trains in the stages that train) instead of v1's frozen
+  batch norm with epsilon 0.
 
 Left as they are (training only): the mask targets are ROIAligned with the half-pixel rule
 (torchvision: ``aligned=False`` and adaptive sampling), and RoIs are sampled as in
@@ -179,7 +180,7 @@ def maskrcnn_resnet50_fpn(
     trainable_backbone_layers: int = 3,
     **kwargs,
 ) -> MaskRCNN:
-    """torchvision's ``maskrcnn_resnet50_fpn`` (v1: 37.9 box / 34.6 mask AP on COCO) as a
+    """torchvision's ``maskrcnn_resnet50_fpn`` (v1; COCO AP in ``COCO_WEIGHTS.metrics``) as a
     [MaskRCNN][lambda_keras.detection.MaskRCNN] (module docstring).
 
     Examples:
@@ -207,7 +208,7 @@ def maskrcnn_resnet50_fpn_v2(
     trainable_backbone_layers: int = 3,
     **kwargs,
 ) -> MaskRCNN:
-    """torchvision's ``maskrcnn_resnet50_fpn_v2`` (47.4 box / 41.8 mask AP on COCO) as a
+    """torchvision's ``maskrcnn_resnet50_fpn_v2`` (COCO AP in ``COCO_V2_WEIGHTS.metrics``) as a
     [MaskRCNN][lambda_keras.detection.MaskRCNN]: v1 with batch norm in the FPN and the heads
     (:data:`TORCHVISION_V2_RULES`) and a backbone whose batch norm trains.
 
