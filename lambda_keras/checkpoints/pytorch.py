@@ -127,7 +127,9 @@ class _Tensor:
 def _rebuild_tensor(storage, storage_offset, size, stride, *_):
     """``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad,
     backward_hooks, metadata=None)`` (and ``_rebuild_tensor``)."""
-    return _tensor(storage, storage_offset, size, stride, storage.dtype if _is(storage) else None)
+    return _tensor(
+        storage, storage_offset, size, stride, storage.dtype if _is_storage(storage) else None
+    )
 
 
 def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad, hooks, dtype, *_):
@@ -154,12 +156,12 @@ def _rebuild_from_type_v2(function, new_type, args, state):
     return function(*args)
 
 
-def _is(value) -> bool:
+def _is_storage(value) -> bool:
     return isinstance(value, _Storage)
 
 
 def _tensor(storage, offset, size, stride, dtype) -> _Tensor:
-    if not _is(storage) or not isinstance(dtype, _Dtype):
+    if not _is_storage(storage) or not isinstance(dtype, _Dtype):
         raise UnsafeCheckpointError(
             f"A tensor must be rebuilt from a storage and a dtype; the pickle gives {storage!r}."
         )

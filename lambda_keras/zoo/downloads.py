@@ -89,7 +89,7 @@ def _fetch_from_hub(spec: WeightsSpec, cache_dir: str) -> Fetched:
     path = hub.hf_hub_download(
         spec.hub_repo,
         spec.hub_filename,
-        revision=commit,
+        revision=metadata.commit_hash or commit,  # main: the commit it named just now
         cache_dir=os.path.join(cache_dir, "huggingface"),
         endpoint=HUB_ENDPOINT,
     )

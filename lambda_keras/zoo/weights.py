@@ -221,22 +221,18 @@ def cache_folder() -> str:
     return folder
 
 
-def fetch_weights(spec: WeightsSpec) -> str:
-    """Download (once) and check a registered file by its rule; returns its local path.
-
-    Raises:
-        ValueError: the file fails its check (it is removed; nothing is loaded).
-    """
-    return downloads.fetch(spec, cache_folder()).path
-
-
 def load_registered(model: keras.Model, spec: WeightsSpec) -> None:
     """Load registered weights into the built ``model``: a Keras file as fetched and checked;
     another format from its converted ``.weights.h5`` in the cache when that file's manifest
     holds its SHA-256 and the pin of the file it came from, else fetched, checked, converted
-    once ([register_converter][lambda_keras.zoo.weights.register_converter]) and cached."""
+    once ([register_converter][lambda_keras.zoo.weights.register_converter]) and cached.
+
+    Raises:
+        ValueError: the file fails its check (it is removed; nothing is loaded), or its
+            weights do not fit ``model``.
+    """
     if spec.source_format == "keras":
-        load_into(model, fetch_weights(spec), spec.architecture)
+        load_into(model, downloads.fetch(spec, cache_folder()).path, spec.architecture)
         return
     converted = os.path.join(cache_folder(), f"{spec.name}.weights.h5")
     if _converted_file_holds(converted, spec):

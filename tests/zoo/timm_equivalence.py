@@ -21,9 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests.pretrained_mirror
 
 import numpy as np
 import timm
