@@ -224,7 +224,7 @@ _ALLOWED.update({("torch", name): _Dtype(dtype) for name, dtype in _TORCH_DTYPES
 
 class _RestrictedUnpickler(pickle._Unpickler):
     """The standard (Python) unpickler with every import and ``BUILD`` restricted: globals
-    come from :data:`_ALLOWED` only; ``BUILD`` sets attributes on an ``OrderedDict`` only
+    come from ``_ALLOWED`` only; ``BUILD`` sets attributes on an ``OrderedDict`` only
     (state dicts carry ``_metadata``), which are dropped."""
 
     dispatch = dict(pickle._Unpickler.dispatch)
@@ -410,7 +410,7 @@ def _storage_loader(storages: dict[str, _Storage], path: str, legacy: bool):
 
 # ---------------------------------------------------------------- tensors from storages
 def _materialise(obj, data: dict[str, bytes], order: str, path: str) -> Any:
-    """``obj`` with every :class:`_Tensor` replaced by its values (``data``: each storage's
+    """``obj`` with every ``_Tensor`` replaced by its values (``data``: each storage's
     bytes, their lengths already checked)."""
 
     def replace(value):

@@ -3,8 +3,10 @@
 * :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
   (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`);
   trains with ``fit`` (its losses in ``compute_loss``) on JAX, TensorFlow and PyTorch.
-* :func:`maskrcnn_resnet50_fpn` and :func:`maskrcnn_resnet50_fpn_v2`: torchvision's COCO Mask
-  R-CNNs (``weights="coco"``), converted exactly: ``MaskRCNN`` with torchvision's rules as settings
+* [maskrcnn_resnet50_fpn][lambda_keras.detection.maskrcnn_resnet50_fpn] and
+  [maskrcnn_resnet50_fpn_v2][lambda_keras.detection.maskrcnn_resnet50_fpn_v2]: torchvision's
+  COCO Mask R-CNNs (``weights="coco"``), converted exactly: ``MaskRCNN`` with torchvision's
+  rules as settings
   (:mod:`lambda_keras.detection.torchvision`, :mod:`lambda_keras.detection.convert_torchvision`).
 * :func:`detect`: one photo's detections in its pixels, on any backend.
 * :mod:`lambda_keras.detection.transform`: each model's input transform (resize, pad, map back).

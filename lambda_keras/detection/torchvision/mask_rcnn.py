@@ -2,7 +2,7 @@
 [MaskRCNN][lambda_keras.detection.MaskRCNN] models, with torchvision's COCO weights.
 
 What makes them torchvision's and not the project's own Mask R-CNN is data
-(:data:`TORCHVISION_RULES`, :data:`TORCHVISION_V2_RULES`), passed to the one ``MaskRCNN``:
+(``TORCHVISION_RULES``, ``TORCHVISION_V2_RULES``), passed to the one ``MaskRCNN``:
 
 * backbone: ResNet-50 v1.5 with frozen batch norm (:mod:`.resnet`); anchors on the cells'
   corners with rounded sides (``anchor_rule="torchvision"``); ROIAlign without the half-pixel
@@ -210,7 +210,7 @@ def maskrcnn_resnet50_fpn_v2(
 ) -> MaskRCNN:
     """torchvision's ``maskrcnn_resnet50_fpn_v2`` (COCO AP in ``COCO_V2_WEIGHTS.metrics``) as a
     [MaskRCNN][lambda_keras.detection.MaskRCNN]: v1 with batch norm in the FPN and the heads
-    (:data:`TORCHVISION_V2_RULES`) and a backbone whose batch norm trains.
+    (``TORCHVISION_V2_RULES``) and a backbone whose batch norm trains.
 
     Examples:
 
@@ -267,7 +267,7 @@ def _torchvision_mask_rcnn(
 class _SavedTorchvisionMaskRCNN:
     """Reads ``.keras`` files saved while torchvision's model was a ``MaskRCNN`` subclass
     (``TorchvisionMaskRCNN``, lambda_keras 0.x before its rules became settings): their
-    config, with :data:`TORCHVISION_RULES` and torchvision's transform, is a ``MaskRCNN``'s,
+    config, with ``TORCHVISION_RULES`` and torchvision's transform, is a ``MaskRCNN``'s,
     and their weights have the same paths."""
 
     @classmethod
