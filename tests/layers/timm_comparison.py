@@ -17,6 +17,8 @@ from lambda_keras.layers import LambdaLayer
 
 
 def compare(side_h, side_w, dim, dim_out, scope, seed=0):
+    import keras  # after torch, which this module imports first
+
     torch.manual_seed(seed)
     timm_layer = TimmLambdaLayer(dim, dim_out, num_heads=4, dim_head=16, r=scope).eval()
     torch.nn.init.zeros_(timm_layer.conv_lambda.bias)  # the paper's lambda convolution has none
@@ -45,7 +47,8 @@ def compare(side_h, side_w, dim, dim_out, scope, seed=0):
     results = {}
     for impl in ("einsum", "conv", "depthwise"):
         ours.implementation = impl
-        results[impl] = np.abs(ours(x, training=False).numpy() - expected).max()
+        got = keras.ops.convert_to_numpy(ours(x, training=False))  # detached on PyTorch
+        results[impl] = np.abs(got - expected).max()
     return results, float(np.abs(expected).max())
 
 
