@@ -51,9 +51,7 @@ def measure() -> dict[str, dict[str, int]]:
 
 
 def _builder(name: str) -> str:
-    builder = model_info(name).builder
-    family = builder.__module__.rsplit(".", 1)[-1]
-    return f"`zoo.{builder.__name__}`" if family != "hybrid_resnet50" else "`zoo.ResNet50`"
+    return f"`zoo.{model_info(name).builder.__name__}`"
 
 
 def _paper_flops(name: str) -> str:

@@ -12,9 +12,9 @@ from lambda_keras.zoo.integrity import INTEGRITY_RULES, is_commit, is_sha256
 __all__ = ["HUB_WEB", "METRICS", "PREPROCESSING_MODES", "SOURCE_FORMATS", "WeightsSpec"]
 
 PREPROCESSING_MODES = ("torch", "tf", "caffe")
-# The file each source format downloads to (its suffix): a Keras file is loaded as it is, the
-# others are converted once (register_converter).
-SOURCE_FORMATS = {"keras": ".weights.h5", "timm": ".safetensors", "torchvision": ".pth"}
+# A Keras .weights.h5 is loaded as it is; timm's and torchvision's checkpoints are converted once
+# (register_converter).
+SOURCE_FORMATS = ("keras", "timm", "torchvision")
 METRICS = {
     "imagenet_top1": "ImageNet-1k top-1 (%)",
     "imagenet_top5": "ImageNet-1k top-5 (%)",
@@ -82,7 +82,7 @@ class WeightsSpec:
     aliases: tuple[str, ...] = ()
 
     def __post_init__(self):
-        _check_choice("source_format", self.source_format, tuple(SOURCE_FORMATS))
+        _check_choice("source_format", self.source_format, SOURCE_FORMATS)
         _check_choice("preprocessing", self.preprocessing, PREPROCESSING_MODES)
         _check_choice("integrity", self.integrity, tuple(INTEGRITY_RULES))
         if (self.url is None) == (self.hub_repo is None):
