@@ -5,7 +5,9 @@ pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of 
 (outputs and gradients, every implementation and option, mixed precision, inside ``predict``),
 a zoo model and a Mask R-CNN (on a tiny backbone; on a LambdaResNet under ``-m slow``) trained,
 saved and exchanged as ``.keras`` files with this TensorFlow process (the detector's detections,
-losses and gradient norm equal to TensorFlow's), and NMS's contract (eager and compiled);
+losses and gradient norm equal to TensorFlow's), bad training targets (refused before ``fit``,
+dropped and counted inside its compiled step) and NMS's contract (eager and compiled, non-finite
+scores and boxes included);
 under ``-m slow`` every layer test, every registered model, the pyramid backbones, the weights
 registry and its pretrained entries, the checkpoint reader, the timm converter and every
 detection op. timm's weights from the local Hub load in the default child run too;
@@ -48,6 +50,7 @@ CORE = [
     ),
     "tests/zoo/test_every_backend.py",
     "tests/detection/test_every_backend.py",
+    "tests/detection/test_target_checks.py",
     "tests/detection/ops/test_nms.py",
     "tests/detection/ops/test_roi_align.py::test_adaptive_sampling_matches_torchvision_algorithm",
     # Pretrained weights without TensorFlow: one timm file from the local Hub (a short commit

@@ -41,12 +41,13 @@ connected layer.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 
 import keras
 from keras import ops as K
 
 from lambda_keras import _validation as v
-from lambda_keras.detection import ops, targets
+from lambda_keras.detection import ops, target_checks, targets
 from lambda_keras.detection.detections import select_detections
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
@@ -193,6 +194,9 @@ class MaskRCNN(keras.Model):
         )
         # Each loss's mean over the epoch, beside Keras' own "loss" (their sum).
         self.loss_trackers = {name: keras.metrics.Mean(name=f"{name}_loss") for name in LOSS_NAMES}
+        # Target rows a compiled step left out of the loss (lambda_keras.detection.target_checks:
+        # a class out of range, a non-finite or inverted box, a bad mask), summed over the epoch.
+        self.dropped_targets = keras.metrics.Sum(name="dropped_targets")
         # The random sampling of anchors and RoIs (a variable: stateless steps on JAX).
         self.sampling_seed = keras.random.SeedGenerator(name="sampling_seed")
 
@@ -349,6 +353,39 @@ class MaskRCNN(keras.Model):
         return {"features": features, "objectness": objectness, "rpn_deltas": deltas}
 
     # ------------------------------------------------------------------ training
+    def fit(self, *args, **kwargs):
+        """Keras' ``fit``. Targets given as arrays or tensors (``y``, ``validation_data``) are
+        checked first ([check_targets][lambda_keras.detection.target_checks.check_targets]): a
+        bad value is a ``ValueError`` naming its target, image and instance before the first
+        step. Targets from a dataset or generator are checked inside the step: a bad row is
+        left out of the loss and counted in the ``dropped_targets`` metric."""
+        bound = inspect.signature(keras.Model.fit).bind(self, *args, **kwargs).arguments
+        self._check_given_targets(bound.get("y"))
+        validation = bound.get("validation_data")
+        if isinstance(validation, (tuple, list)) and len(validation) >= 2:
+            self._check_given_targets(validation[1])
+        return super().fit(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        """Keras' ``evaluate``, targets checked as in ``fit``."""
+        bound = inspect.signature(keras.Model.evaluate).bind(self, *args, **kwargs).arguments
+        self._check_given_targets(bound.get("y"))
+        return super().evaluate(*args, **kwargs)
+
+    def train_on_batch(self, x, y=None, *args, **kwargs):
+        """Keras' ``train_on_batch``, targets checked as in ``fit``."""
+        self._check_given_targets(y)
+        return super().train_on_batch(x, y, *args, **kwargs)
+
+    def test_on_batch(self, x, y=None, *args, **kwargs):
+        """Keras' ``test_on_batch``, targets checked as in ``fit``."""
+        self._check_given_targets(y)
+        return super().test_on_batch(x, y, *args, **kwargs)
+
+    def _check_given_targets(self, y) -> None:
+        if y is not None:  # None: the data is a dataset or generator, checked in the step
+            target_checks.check_targets(y, self.num_classes)
+
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """The training loss of a batch, Keras' hook on every backend (``fit`` and
         ``evaluate``): the sum of the five losses of :meth:`compute_losses` (each also goes to
@@ -357,16 +394,15 @@ class MaskRCNN(keras.Model):
         Args:
             x: ``[b, H, W, 3]`` images.
             y: ``{"boxes": [b, G, 4], "classes": [b, G], "masks": [b, G, M, M]}``
-                (:mod:`lambda_keras.detection.targets`).
+                ([targets][lambda_keras.detection.targets]); rows that break the rule of
+                [target_checks][lambda_keras.detection.target_checks] are left out of the loss
+                and counted in the ``dropped_targets`` metric.
             y_pred: This model's output on ``x``: the first stage (``training=True``), or
                 detections (in ``evaluate``; the first stage is then run again).
         """
-        if not isinstance(y, dict) or not {"boxes", "classes", "masks"} <= set(y):
-            received = sorted(y) if isinstance(y, dict) else type(y).__name__
-            raise ValueError(
-                "MaskRCNN trains on (images, {'boxes': [b, G, 4], 'classes': [b, G], 'masks': "
-                f"[b, G, M, M]}}); received targets {received}."
-            )
+        target_checks.check_target_shapes(y)
+        y, dropped = target_checks.usable(y, self.num_classes)
+        self.dropped_targets.update_state(dropped)
         if not (isinstance(y_pred, dict) and "objectness" in y_pred):
             y_pred = self._first_stage(x, self._view(x, None), training=False)
         losses = self._all_losses(x, y, y_pred)
@@ -379,7 +415,9 @@ class MaskRCNN(keras.Model):
 
     def compute_losses(self, images, y, training: bool = True) -> dict[str, Tensor]:
         """The five losses of a batch (each a float32 scalar), from the images on: what
-        :meth:`compute_loss` sums."""
+        ``compute_loss`` sums (bad target rows left out as there)."""
+        target_checks.check_target_shapes(y)
+        y, _ = target_checks.usable(y, self.num_classes)
         first = self._first_stage(images, self._view(images, None), training)
         return self._all_losses(images, y, first)
 

@@ -1,7 +1,18 @@
-"""A tiny pyramid backbone and synthetic padded ground truth for fast detection tests."""
+"""A tiny pyramid backbone, a tiny Mask R-CNN on it and synthetic padded ground truth for fast
+detection tests."""
 
 import keras
 import numpy as np
+
+# Heads small enough for a CPU test run (the defaults are the paper's).
+TINY_HEADS = {
+    "fpn_channels": 16,
+    "rpn_top_k": (100, 50, 50, 40),
+    "rois_per_image": 32,
+    "box_head_units": 32,
+    "mask_head_channels": 8,
+    "max_detections": 10,
+}
 
 
 def tiny_backbone(channels: int = 8) -> keras.Model:
@@ -13,6 +24,14 @@ def tiny_backbone(channels: int = 8) -> keras.Model:
         x = keras.layers.Conv2D(channels, 3, strides=2, padding="same", activation="relu")(x)
         outputs[f"P{level}"] = x
     return keras.Model(images, outputs)
+
+
+def tiny_detector(backbone: keras.Model | None = None, **kwargs):
+    """A 3-class ``MaskRCNN`` on :func:`tiny_backbone` with :data:`TINY_HEADS` (``kwargs``
+    override them)."""
+    from lambda_keras.detection import MaskRCNN
+
+    return MaskRCNN(backbone or tiny_backbone(), num_classes=3, **{**TINY_HEADS, **kwargs})
 
 
 def synthetic_batch(batch=2, size=64, max_instances=4, mask_size=16, num_classes=3, seed=0):

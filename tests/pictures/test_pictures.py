@@ -9,8 +9,7 @@ import pytest
 
 from lambda_keras.detection import MaskRCNN
 from lambda_keras.detection.data.shapes import CATEGORIES, write_shapes_dataset
-from tests.detection.test_mask_rcnn import TINY_HEADS
-from tests.detection.tiny import tiny_backbone
+from tests.detection.tiny import TINY_HEADS, tiny_backbone
 
 PICTURES = Path(__file__).resolve().parents[2] / "pictures"
 

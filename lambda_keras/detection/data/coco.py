@@ -7,9 +7,11 @@ Rules (each applied before anything is traced, with the file and annotation id n
   ``categories`` is an error.
 * ``iscrowd`` regions are not trained on (a missing ``iscrowd`` means 0); they stay in the JSON
   for ``COCOeval``, which ignores detections on them.
-* Boxes come from ``bbox`` (``[x, y, width, height]``, clipped to the image); an annotation whose
-  clipped box is narrower or lower than 1 pixel, or whose mask is empty, is skipped and
-  counted (``CocoSource.skipped``). Missing ``area`` is not needed.
+* Boxes come from ``bbox`` (``[x, y, width, height]``: four finite numbers, width and height
+  >= 0, else an error), clipped to the image; an annotation whose clipped box is narrower or
+  lower than 1 pixel, or whose mask is empty, is skipped and counted (``CocoSource.skipped``).
+  Missing ``area`` is not needed. The targets made keep the rule ``MaskRCNN.fit`` checks
+  ([target_checks][lambda_keras.detection.target_checks]).
 * Segmentations: polygons (clipped to the image) or RLE, decoded with pycocotools; an
   annotation without one trains its box with a box-shaped mask.
 * Images without (usable) objects are kept: they teach the background.
@@ -30,6 +32,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 from pathlib import Path
 
 import keras
@@ -146,13 +149,23 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
                 f"{annotations_file}: annotation {ann.get('id')} refers to image "
                 f"{ann.get('image_id')!r}, which is not in 'images'."
             )
-        if not isinstance(ann.get("bbox"), (list, tuple)) or len(ann["bbox"]) != 4:
+        if not _valid_bbox(ann.get("bbox")):
             raise ValueError(
                 f"{annotations_file}: annotation {ann.get('id')} has no valid 'bbox' "
-                f"([x, y, width, height]); received {ann.get('bbox')!r}."
+                "([x, y, width, height]: four finite numbers, width and height >= 0); "
+                f"received {ann.get('bbox')!r}."
             )
         ann.setdefault("iscrowd", 0)
         ann.setdefault("area", float(max(ann["bbox"][2], 0) * max(ann["bbox"][3], 0)))
+
+
+def _valid_bbox(bbox) -> bool:
+    if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
+        return False
+    numbers = all(
+        isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) for c in bbox
+    )
+    return numbers and bbox[2] >= 0 and bbox[3] >= 0
 
 
 def _instances(source: CocoSource, image_id: int, mask_size: int, max_instances: int):

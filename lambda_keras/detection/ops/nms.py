@@ -1,16 +1,20 @@
 """Non-maximum suppression with fixed-size, padded outputs (static shapes for XLA and TPUs), on
 every Keras backend.
 
-Three implementations keep one contract (:func:`nms`): on the TensorFlow backend TensorFlow's
-``tf.image.non_max_suppression_padded`` kernel (fast in graphs and under XLA); on PyTorch, where
-torchvision is installed, torchvision's ``ops.nms`` kernel padded to the static size; elsewhere a
-greedy loop in ``keras.ops`` (:func:`greedy_nms`): sort once, then, at most ``max_output_size``
-times, keep the best box still alive and drop every box it overlaps by more than the threshold.
-The loop stops early once no box is alive (``keras.ops.while_loop``: ``lax.while_loop`` under
-``jax.jit``, a Python loop on PyTorch).
+One step is shared (:func:`_ranked`): the boxes are put in the contract's order (decreasing
+score, a NaN score first, ties by index), boxes with a non-finite coordinate become empty and the
+score threshold marks which boxes take part. Three kernels then suppress, in that order: on the
+TensorFlow backend TensorFlow's ``tf.image.non_max_suppression_padded`` (fast in graphs and under
+XLA); on PyTorch, where torchvision is installed, torchvision's ``ops.nms``; elsewhere a greedy
+loop in ``keras.ops`` (:func:`greedy_nms`): at most ``max_output_size`` times, keep the first box
+still alive and drop every box it overlaps by more than the threshold. The loop stops early once
+no box is alive (``keras.ops.while_loop``: ``lax.while_loop`` under ``jax.jit``, a Python loop on
+PyTorch).
 """
 
 from __future__ import annotations
+
+import math
 
 import keras
 import numpy as np
@@ -29,39 +33,58 @@ def nms(
     scores: Tensor,
     max_output_size: int,
     iou_threshold: float = 0.5,
-    score_threshold: float = float("-inf"),
+    score_threshold: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Greedy NMS, padded: the highest-scoring box is kept, every box whose IoU with it is
     greater than ``iou_threshold`` is dropped, and so on down the scores (torchvision's rule;
-    IoU as :func:`box_iou`: an empty or inverted box overlaps nothing). Any box may be kept,
-    wherever it lies; zero boxes give only padding. Eager, compiled (``jax.jit``,
-    ``tf.function(jit_compile=True)``) and on every Keras backend.
+    IoU as [box_iou][lambda_keras.detection.ops.box_iou]: an empty or inverted box overlaps
+    nothing). Any box may be kept, wherever it lies; zero boxes give only padding. Eager,
+    compiled (``jax.jit``, ``tf.function(jit_compile=True)``) and on every Keras backend.
+
+    Non-finite values do what they do in torchvision's ``ops.nms`` (checked against it):
+
+    * A NaN score ranks above every number, ``+inf`` included (torchvision's descending sort);
+      ``+inf`` and ``-inf`` scores rank as the numbers they are. Equal scores (and NaN scores
+      among themselves) go by index, the lower first.
+    * A box with a NaN or infinite coordinate overlaps nothing (torchvision's IoU with it is
+      NaN, 0 or -0, never above a threshold): it is kept in its score's place and suppresses no
+      box.
+    * With a ``score_threshold``, a box is kept only if its score is greater than it, so a NaN
+      score is dropped (as torchvision's detectors filter their scores); without one (None),
+      every box takes part, whatever its score.
 
     Args:
         boxes: ``[..., n, 4]`` boxes ``(y1, x1, y2, x2)`` (any leading batch dimensions).
         scores: ``[..., n]``.
         max_output_size: How many boxes to keep at most (the padded output size).
         iou_threshold: Boxes overlapping a kept box by more than this are dropped.
-        score_threshold: Boxes scoring at most this are dropped.
+        score_threshold: Boxes scoring at most this (or NaN) are dropped; None: none is.
 
     Returns:
         ``(indices, valid)``: ``[..., max_output_size]`` int32 indices into the ``n`` boxes, in
-        decreasing score order, and ``[..., max_output_size]`` bool, True for a kept box; the
-        padding has ``valid=False`` and index 0.
+        the order above, and ``[..., max_output_size]`` bool, True for a kept box; the padding
+        has ``valid=False`` and index 0.
+
+    Examples:
+
+    >>> import numpy as np
+    >>> from lambda_keras.detection import ops
+    >>> boxes = np.array([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], "float32")
+    >>> indices, valid = ops.nms(boxes, np.array([0.9, 0.8, 0.7], "float32"), 3)
+    >>> np.asarray(indices)[np.asarray(valid)].tolist()
+    [0, 2]
     """
-    boxes, scores, max_output_size = _arguments(boxes, scores, max_output_size, iou_threshold)
+    args = _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold)
     if keras.backend.backend() == "tensorflow":
         from lambda_keras.detection.ops import nms_tensorflow
 
-        return nms_tensorflow.nms(boxes, scores, max_output_size, iou_threshold, score_threshold)
+        return _run(nms_tensorflow.suppress, *args)
     if keras.backend.backend() == "torch":
         from lambda_keras.detection.ops import nms_torchvision
 
         if nms_torchvision.available():
-            return nms_torchvision.nms(
-                boxes, scores, max_output_size, iou_threshold, score_threshold
-            )
-    return _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold)
+            return _run(nms_torchvision.suppress, *args)
+    return _run(_greedy, *args)
 
 
 def greedy_nms(
@@ -69,43 +92,82 @@ def greedy_nms(
     scores: Tensor,
     max_output_size: int,
     iou_threshold: float = 0.5,
-    score_threshold: float = float("-inf"),
+    score_threshold: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """:func:`nms` in ``keras.ops`` on every backend (what :func:`nms` runs on JAX, and on
-    PyTorch without torchvision; on TensorFlow, :func:`nms` runs TensorFlow's kernel). Same
+    """`nms` in ``keras.ops`` on every backend (what it runs on
+    JAX, and on PyTorch without torchvision; on TensorFlow it runs TensorFlow's kernel). Same
     arguments and results."""
-    boxes, scores, max_output_size = _arguments(boxes, scores, max_output_size, iou_threshold)
-    return _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold)
+    args = _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold)
+    return _run(_greedy, *args)
 
 
-def _arguments(boxes, scores, max_output_size, iou_threshold):
+def _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold):
     max_output_size = v.positive_int("max_output_size", max_output_size)
-    v.number_in("iou_threshold", iou_threshold, 0.0, 1.0)
+    iou_threshold = v.number_in("iou_threshold", iou_threshold, 0.0, 1.0)
+    is_number = not isinstance(score_threshold, bool) and isinstance(
+        score_threshold, (int, float, np.integer, np.floating)
+    )
+    if score_threshold is not None and not (is_number and not math.isnan(score_threshold)):
+        raise ValueError(
+            "`score_threshold` must be None (no score drops a box) or a number; received "
+            f"score_threshold={score_threshold!r}."
+        )
     boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     rank = None if _checks.rank(boxes) is None else _checks.rank(boxes) - 1
     scores = _checks.tensor("scores", scores, rank, "[..., n]")
     if rank is not None:
         _checks.same_sizes("boxes", boxes, "scores", scores, axes=rank)
-    return boxes, scores, max_output_size
+    return boxes, scores, max_output_size, iou_threshold, score_threshold
 
 
-def _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold):
+def _run(suppress, boxes, scores, max_output_size, iou_threshold, score_threshold):
+    """Flattens the leading dimensions, ranks the boxes (:func:`_ranked`), lets ``suppress``
+    pick among them and maps its picks back to the caller's indices.
+
+    ``suppress(boxes [B, n, 4], alive [B, n], max_output_size, iou_threshold)`` gets the boxes
+    in rank order and returns ``(positions, valid)`` ``[B, max_output_size]``: the kept
+    positions in that order."""
     shape = ops.shape(scores)
     leading, count = tuple(shape[:-1]), shape[-1]
     batch = 1
     for size in leading:  # not -1 in the reshapes: zero boxes would leave it ambiguous
         batch = batch * size
-    boxes = ops.reshape(boxes, (batch, count, 4))
-    scores = ops.reshape(scores, (batch, count))
-    order = ops.cast(ops.argsort(-scores, axis=-1), "int32")  # decreasing scores
-    alive = ops.take_along_axis(scores, order, axis=1) > score_threshold
+    boxes = ops.reshape(ops.cast(boxes, "float32"), (batch, count, 4))
+    scores = ops.reshape(ops.cast(scores, "float32"), (batch, count))
+    order, boxes, alive = _ranked(boxes, scores, score_threshold)
+    positions, valid = suppress(boxes, alive, max_output_size, iou_threshold)
+    # One index more for the padding to point at: zero boxes give padding, not a gather error.
+    order = ops.concatenate([order, ops.zeros((batch, 1), "int32")], 1)
+    indices = ops.where(valid, ops.take_along_axis(order, positions, axis=1), 0)
+    padded = (*leading, max_output_size)
+    return ops.reshape(indices, padded), ops.reshape(valid, padded)
+
+
+def _ranked(boxes, scores, score_threshold):
+    """``(order, boxes, alive)``: ``[B, n]`` indices in the contract's order (decreasing score,
+    NaN first, ties by index: both sorts are stable on every backend), the boxes ``[B, n, 4]``
+    in that order with a non-finite box made empty (all zero), and ``[B, n]`` whether each
+    takes part (its score is above ``score_threshold``)."""
+    nan = ops.isnan(scores)
+    order = ops.argsort(ops.where(nan, float("inf"), scores) * -1.0, axis=-1)
+    not_nan = ops.take_along_axis(ops.cast(~nan, "int32"), order, axis=1)
+    order = ops.cast(ops.take_along_axis(order, ops.argsort(not_nan, axis=-1), axis=1), "int32")
+    boxes = ops.take_along_axis(boxes, order[..., None], axis=1)
+    finite = ops.all(ops.isfinite(boxes), axis=-1, keepdims=True)
+    boxes = ops.where(finite, boxes, 0.0)
+    if score_threshold is None:
+        alive = ops.ones(ops.shape(order), "bool")
+    else:
+        alive = ops.take_along_axis(scores, order, axis=1) > score_threshold
+    return order, boxes, alive
+
+
+def _greedy(boxes, alive, max_output_size, iou_threshold):
+    batch, count = ops.shape(alive)[0], ops.shape(alive)[1]
     # One more box, last and never alive: zero boxes (even of a size known only at run time)
     # still give the argmax below something to point at.
-    boxes = ops.concatenate(
-        [ops.take_along_axis(boxes, order[..., None], axis=1), ops.zeros((batch, 1, 4))], 1
-    )
+    boxes = ops.concatenate([boxes, ops.zeros((batch, 1, 4))], 1)
     alive = ops.concatenate([alive, ops.zeros((batch, 1), "bool")], 1)
-    order = ops.concatenate([order, ops.zeros((batch, 1), "int32")], 1)
     positions = ops.arange(count + 1, dtype="int32")[None, :]
     slots = ops.arange(max_output_size, dtype="int32")[None, :]
     # Float32 IoU as box_iou computes it, compared as torchvision compares it (> threshold).
@@ -116,7 +178,9 @@ def _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold):
         found = ops.take_along_axis(alive, pick[:, None], axis=1)  # [B, 1]
         box = ops.take_along_axis(boxes, pick[:, None, None], axis=1)  # [B, 1, 4]
         overlap = box_iou(box, boxes)[:, 0]  # [B, n]
-        alive = alive & (overlap <= threshold) & (positions != pick[:, None])
+        # Not `overlap <= threshold`: a NaN IoU (boxes whose areas overflow float32) does not
+        # suppress, as in torchvision.
+        alive = alive & ~(overlap > threshold) & (positions != pick[:, None])
         here = slots == step
         picks = ops.where(here, pick[:, None], picks)
         valid = ops.where(here, found, valid)
@@ -132,9 +196,7 @@ def _greedy(boxes, scores, max_output_size, iou_threshold, score_threshold):
         ops.zeros((batch, max_output_size), "bool"),
     )
     _, _, picks, valid = ops.while_loop(more, keep_next, start)
-    indices = ops.where(valid, ops.take_along_axis(order, picks, axis=1), 0)
-    padded = (*leading, max_output_size)
-    return ops.reshape(indices, padded), ops.reshape(valid, padded)
+    return ops.where(valid, picks, 0), valid
 
 
 def batched_nms(
@@ -143,19 +205,23 @@ def batched_nms(
     classes: Tensor,
     max_output_size: int,
     iou_threshold: float = 0.5,
-    score_threshold: float = float("-inf"),
+    score_threshold: float | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Per-class NMS in one pass: boxes of different classes never suppress each other.
 
-    Each class's boxes are shifted by ``class * (largest coordinate + 1)`` so that boxes of
-    different classes cannot overlap, then :func:`nms` runs once (torchvision's
-    ``batched_nms`` trick).
+    Each class's boxes are shifted by ``class * (largest finite coordinate + 1)`` so that boxes
+    of different classes cannot overlap, then `nms` runs once
+    (torchvision's ``batched_nms`` trick), with its rules for non-finite scores and boxes: a box
+    with a NaN or infinite coordinate overlaps nothing, and the other boxes of its class still
+    suppress each other. (torchvision's own trick takes the largest coordinate of all boxes: one
+    non-finite box makes every shifted box NaN and nothing is suppressed, while its per-class
+    loop, which it runs for many boxes on CPU, keeps the rule above.)
 
     Args:
         boxes: ``[..., n, 4]``; scores: ``[..., n]``; classes: ``[..., n]`` integer classes.
 
     Returns:
-        As :func:`nms`.
+        As `nms`.
     """
     boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     classes = ops.convert_to_tensor(classes)
@@ -163,6 +229,9 @@ def batched_nms(
     if rank is not None:
         classes = _checks.tensor("classes", classes, rank - 1, "[..., n]", None)
         _checks.same_sizes("boxes", boxes, "classes", classes, axes=rank - 1)
+    # A non-finite box becomes empty (all zero) here already: the offset must stay finite.
+    boxes = ops.cast(boxes, "float32")
+    boxes = ops.where(ops.all(ops.isfinite(boxes), axis=-1, keepdims=True), boxes, 0.0)
     if rank is not None and boxes.shape[-2] == 0:
         offset = 1.0  # no boxes: nothing to shift (the maximum of nothing is an error)
     else:

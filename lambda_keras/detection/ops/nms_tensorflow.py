@@ -1,6 +1,6 @@
-""":func:`lambda_keras.detection.ops.nms` on the TensorFlow backend: TensorFlow's
-``tf.image.non_max_suppression_padded`` kernel, fed so that it keeps the contract (arguments
-already checked by :func:`~lambda_keras.detection.ops.nms`). Imported only on that backend."""
+"""`nms` on the TensorFlow backend: TensorFlow's
+``tf.image.non_max_suppression_padded`` kernel, fed so that it keeps the contract (the boxes
+already ranked, finite and checked by ``nms``). Imported only on that backend."""
 
 from __future__ import annotations
 
@@ -8,15 +8,19 @@ import numpy as np
 import tensorflow as tf
 
 
-def nms(boxes, scores, max_output_size: int, iou_threshold: float, score_threshold: float):
-    """``(indices, valid)`` as :func:`lambda_keras.detection.ops.nms` returns them."""
-    count = tf.shape(scores)[-1]
-    boxes, scores = _with_a_padding_box(_readable_boxes(boxes), scores)
-    boxes, scores = _above(score_threshold, boxes, scores)
+def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
+    """``(positions, valid)`` ``[B, max_output_size]`` of the boxes ``[B, n, 4]`` that the
+    contract keeps, given in its order with ``alive`` ``[B, n]`` (see ``nms._run``)."""
+    count = tf.shape(alive)[-1]
+    # The kernel sorts by score: distinct decreasing scores keep the order the boxes come in.
+    ranks = tf.cast(count - tf.range(count), tf.float32)[None, :]
+    scores = tf.where(alive, ranks, _lowest(tf.float32))
+    boxes = tf.where(alive[..., None], _readable_boxes(boxes), tf.zeros_like(boxes))
+    boxes, scores = _with_a_padding_box(boxes, scores)
     # TensorFlow drops a box whose IoU with a kept one is >= its threshold; the contract (and
     # torchvision) drops it when > iou_threshold: the next float32 up turns one into the other.
     threshold = float(np.nextafter(np.float32(iou_threshold), np.float32(np.inf)))
-    indices, num_valid = tf.image.non_max_suppression_padded(
+    positions, num_valid = tf.image.non_max_suppression_padded(
         boxes,
         scores,
         max_output_size,
@@ -24,8 +28,8 @@ def nms(boxes, scores, max_output_size: int, iou_threshold: float, score_thresho
         pad_to_max_output_size=True,
         canonicalized_coordinates=True,
     )
-    valid = (tf.range(max_output_size) < tf.expand_dims(num_valid, -1)) & (indices < count)
-    return tf.where(valid, indices, 0), valid
+    valid = (tf.range(max_output_size) < tf.expand_dims(num_valid, -1)) & (positions < count)
+    return tf.where(valid, positions, 0), valid
 
 
 def _lowest(dtype: tf.DType) -> tf.Tensor:
@@ -43,22 +47,9 @@ def _with_a_padding_box(boxes: tf.Tensor, scores: tf.Tensor) -> tuple[tf.Tensor,
     return tf.concat([boxes, pad_boxes], -2), tf.concat([scores, pad_scores], -1)
 
 
-def _above(
-    score_threshold: float, boxes: tf.Tensor, scores: tf.Tensor
-) -> tuple[tf.Tensor, tf.Tensor]:
-    """Boxes scoring at most ``score_threshold`` become padding (the all-zero box, which
-    TensorFlow never returns and which overlaps nothing) with the lowest score, so that the
-    kept boxes still come in decreasing score order (boxes are positive here, see
-    :func:`_readable_boxes`)."""
-    if score_threshold == float("-inf"):
-        return boxes, scores
-    keep = scores > tf.cast(score_threshold, scores.dtype)
-    boxes = tf.where(keep[..., None], boxes, tf.zeros_like(boxes))
-    return boxes, tf.where(keep, scores, _lowest(scores.dtype))
-
-
 def _readable_boxes(boxes: tf.Tensor) -> tf.Tensor:
-    """The boxes as ``tf.image.non_max_suppression_padded`` must see them to keep the contract.
+    """The boxes as ``tf.image.non_max_suppression_padded`` must see them to keep the contract
+    (they are finite here).
 
     * An inverted box (``y2 < y1`` or ``x2 < x1``) overlaps nothing (IoU 0 with every box, as in
       :func:`box_iou` and torchvision): it becomes the empty box at its first corner. Every box
@@ -66,7 +57,8 @@ def _readable_boxes(boxes: tf.Tensor) -> tf.Tensor:
       canonical (otherwise it reorders every box of the batch by the first box's order).
     * TensorFlow reads a box whose coordinates are all <= 0 as padding and never returns it:
       when any coordinate is <= 0 all boxes are shifted so that the smallest is 1 (IoU does
-      not change under a shift).
+      not change under a shift). A box left out by the score threshold is made all zero after
+      the shift: padding.
     """
     y1, x1, y2, x2 = tf.unstack(boxes, axis=-1)
     inverted = (y2 < y1) | (x2 < x1)

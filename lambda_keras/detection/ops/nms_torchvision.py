@@ -1,6 +1,6 @@
-""":func:`lambda_keras.detection.ops.nms` on the PyTorch backend where torchvision is installed:
+"""`nms` on the PyTorch backend where torchvision is installed:
 torchvision's ``ops.nms`` kernel, one image at a time, its result padded to the static size the
-contract promises (arguments already checked by :func:`~lambda_keras.detection.ops.nms`).
+contract promises (the boxes already ranked, finite and checked by ``nms``).
 
 The greedy ``keras.ops`` loop runs eagerly on PyTorch, a dozen small ops per kept box; the
 kernel is what torchvision's own detectors call. torchvision is not a dependency: without it,
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import math
 
 import torch
 
@@ -21,26 +20,24 @@ def available() -> bool:
     return importlib.util.find_spec("torchvision") is not None
 
 
-def nms(boxes, scores, max_output_size: int, iou_threshold: float, score_threshold: float):
-    """``(indices, valid)`` as :func:`lambda_keras.detection.ops.nms` returns them."""
+def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
+    """``(positions, valid)`` ``[B, max_output_size]`` of the boxes ``[B, n, 4]`` that the
+    contract keeps, given in its order with ``alive`` ``[B, n]`` (see ``nms._run``)."""
     import torchvision
 
-    leading, count = tuple(scores.shape[:-1]), scores.shape[-1]
-    rows = math.prod(leading)  # not -1 in the reshapes: zero boxes would leave it ambiguous
-    flat_boxes = boxes.reshape(rows, count, 4).detach()
-    flat_scores = scores.reshape(rows, count).detach()
-    indices = torch.zeros((rows, max_output_size), dtype=torch.int32, device=scores.device)
-    valid = torch.zeros((rows, max_output_size), dtype=torch.bool, device=scores.device)
+    rows, count = alive.shape
+    boxes = _xyxy(boxes.detach()).float()
+    # The kernel sorts by score: distinct decreasing scores keep the order the boxes come in.
+    ranks = -torch.arange(count, dtype=torch.float32, device=boxes.device)
+    positions = torch.zeros((rows, max_output_size), dtype=torch.int32, device=boxes.device)
+    valid = torch.zeros((rows, max_output_size), dtype=torch.bool, device=boxes.device)
     for row in range(rows):
-        candidates = torch.nonzero(flat_scores[row] > score_threshold).squeeze(1)
-        kept = torchvision.ops.nms(
-            _xyxy(flat_boxes[row, candidates]).float(),
-            flat_scores[row, candidates].float(),
-            iou_threshold,
-        )[:max_output_size]
-        indices[row, : len(kept)] = candidates[kept].to(torch.int32)
+        candidates = torch.nonzero(alive[row]).squeeze(1)
+        kept = torchvision.ops.nms(boxes[row, candidates], ranks[candidates], iou_threshold)
+        kept = kept[:max_output_size]
+        positions[row, : len(kept)] = candidates[kept].to(torch.int32)
         valid[row, : len(kept)] = True
-    return indices.reshape(*leading, max_output_size), valid.reshape(*leading, max_output_size)
+    return positions, valid
 
 
 def _xyxy(boxes: torch.Tensor) -> torch.Tensor:

@@ -7,6 +7,7 @@ import pytest
 import tensorflow as tf
 
 from lambda_keras.detection.data import coco
+from lambda_keras.detection.target_checks import check_targets
 
 
 def _write(tmp_path, annotations, images=None, categories=None, image_mode="RGB"):
@@ -46,6 +47,8 @@ def test_labels_are_contiguous_and_awkward_annotations_follow_the_rules(tmp_path
                 iscrowd=1,
                 segmentation={"size": [64, 96], "counts": [0, 6144]},
             ),
+            _box(5, 9, [200, 10, 20, 20]),  # beyond the image: clipped to nothing, skipped
+            _box(6, 5, [80, 50, 40, 40]),  # over the corner: clipped
         ],
     )
     assert source.category_ids == (5, 9) and source.class_names == ("a", "b")
@@ -53,9 +56,13 @@ def test_labels_are_contiguous_and_awkward_annotations_follow_the_rules(tmp_path
     images, targets = next(iter(data))
     assert images.shape == (1, 128, 128, 3)
     labels = targets["classes"].numpy()[0]
-    assert sorted(labels[labels >= 0].tolist()) == [0, 1]  # the crowd and the empty box are out
-    assert source.skipped == (3,)
-    assert np.isfinite(targets["masks"].numpy()).all()
+    # The crowd, the empty box and the one beyond the image are out (seed 0's crop keeps the
+    # other three).
+    assert sorted(labels[labels >= 0].tolist()) == [0, 0, 1], labels
+    assert source.skipped == (3, 5)
+    # Whatever the scale, crop and flip, the targets keep the rule fit checks.
+    for _, targets in data.take(12):
+        check_targets({k: v.numpy() for k, v in targets.items()}, source.num_classes)
 
 
 def test_image_without_objects_is_kept_and_evaluation_input(tmp_path):
@@ -84,6 +91,10 @@ def test_greyscale_and_rgba_images_are_read_as_rgb(tmp_path, mode):
         ([_box(7, 4, [1, 1, 5, 5])], "annotation 7 has category_id 4"),
         ([{**_box(8, 5, [1, 1, 5, 5]), "image_id": 3}], "annotation 8 refers to image 3"),
         ([_box(9, 5, [1, 1, 5])], "annotation 9 has no valid 'bbox'"),
+        ([_box(10, 5, [1, float("nan"), 5, 5])], r"annotation 10 .*received \[1, nan, 5, 5\]"),
+        ([_box(11, 5, [1, 1, float("inf"), 5])], r"annotation 11 has no valid 'bbox'"),
+        ([_box(12, 5, [20, 1, -10, 5])], r"annotation 12 .*width and height >= 0"),
+        ([_box(13, 5, [1, "1", 5, 5])], r"annotation 13 has no valid 'bbox'"),
     ],
 )
 def test_bad_annotations_name_the_annotation(tmp_path, annotations, match):

@@ -52,4 +52,6 @@ def test_ops_match_torchvision(backend):
         "batched_nms": "True",
         "nms_threshold": "True",
         "batched_nms_threshold": "True",
+        "nms_non_finite": "True",
+        "batched_nms_non_finite": "True",
     }, result.stdout

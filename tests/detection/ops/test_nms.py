@@ -1,6 +1,8 @@
 """NMS's contract, on the backend this run uses: TensorFlow's kernel (``ops.nms`` there) and the
 ``keras.ops`` greedy loop (``ops.greedy_nms``, what ``ops.nms`` runs on JAX and PyTorch)."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -172,3 +174,60 @@ def test_fewer_boxes_than_the_output_size_and_all_kept(nms):
     indices, valid = nms(boxes, scores, 8)
     assert kept(indices, valid) == [1, 2, 0]
     assert numpy(valid).sum() == 3 and (numpy(indices)[3:] == 0).all()
+
+
+NAN, INF = float("nan"), float("inf")
+BASE = [[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30], [21, 21, 30, 30]]  # two pairs, IoU .81
+# (boxes, scores, what torchvision 0.29.1's ops.nms keeps at IoU 0.5), run by hand on these boxes
+# (x and y swapped); torchvision_comparison.py checks random cases against it live.
+NON_FINITE = {
+    "nan_score_first": (BASE, [NAN, 0.9, 0.8, 0.7], [0, 2]),
+    "nan_score_ranks_first": (BASE, [0.9, 0.8, NAN, 0.7], [2, 0]),
+    "nan_above_inf": (BASE, [INF, NAN, 0.8, 0.7], [1, 2]),
+    "two_nans_by_index": (BASE, [NAN, NAN, 0.8, 0.7], [0, 2]),
+    "inf_score": (BASE, [0.9, INF, 0.8, 0.7], [1, 2]),
+    "minus_inf_score_kept": (BASE, [0.9, 0.8, -INF, 0.7], [0, 3]),
+    "minus_inf_score_first_box": (BASE, [-INF, 0.9, 0.8, 0.7], [1, 2]),
+    "nan_box_first": ([[NAN, 0, 10, 10], *BASE[1:]], [0.95, 0.9, 0.8, 0.7], [0, 1, 2]),
+    "nan_box_second": ([BASE[0], [NAN, 1, 10, 10], *BASE[2:]], [0.95, 0.9, 0.8, 0.7], [0, 1, 2]),
+    "inf_box": ([[0, 0, INF, 10], *BASE[1:]], [0.95, 0.9, 0.8, 0.7], [0, 1, 2]),
+    "minus_inf_box": ([BASE[0], [-INF, 1, 10, 10], *BASE[2:]], [0.95, 0.9, 0.8, 0.7], [0, 1, 2]),
+}
+
+
+@functools.cache  # one compiled function per implementation: the cases share their shapes
+def _compiled_keep_four(nms):
+    return compiled(lambda b, s: nms(b, s, 4))
+
+
+@pytest.mark.parametrize("case", sorted(NON_FINITE))
+def test_non_finite_scores_and_boxes_as_torchvision(nms, case):
+    boxes, scores, expected = NON_FINITE[case]
+    boxes, scores = np.array(boxes, "float32"), np.array(scores, "float32")
+    assert kept(*nms(boxes, scores, 4)) == expected
+    assert kept(*_compiled_keep_four(nms)(boxes, scores)) == expected
+    # Batched: each image on its own, whatever the other holds.
+    indices, valid = nms(np.stack([boxes, np.array(BASE, "float32")]), np.stack([scores] * 2), 4)
+    assert kept(indices[0], valid[0]) == expected
+
+
+def test_a_score_threshold_drops_nan_and_minus_inf_scores(nms):
+    scores = np.array([NAN, 0.9, -INF, 0.7], "float32")
+    boxes = np.array(BASE, "float32")
+    assert kept(*nms(boxes, scores, 4)) == [0, 3]  # no threshold: NaN first, suppressing 1
+    assert kept(*nms(boxes, scores, 4, score_threshold=0.0)) == [1, 3]
+    assert kept(*nms(boxes, scores, 4, score_threshold=-INF)) == [1, 3]
+
+
+def test_batched_nms_a_non_finite_box_leaves_its_class_suppressing():
+    boxes = np.array([*BASE, [NAN, 0, 10, 10], [0, 0, INF, 10]], "float32")
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.95, 0.5], "float32")
+    classes = np.array([0, 0, 1, 1, 0, 1], "int32")
+    # torchvision's per-class loop (its batched_nms on many boxes) keeps [4, 0, 2, 5].
+    assert kept(*ops.batched_nms(boxes, scores, classes, 6)) == [4, 0, 2, 5]
+
+
+@pytest.mark.parametrize("threshold", [NAN, "0.5", True])
+def test_a_score_threshold_that_is_not_a_number_is_refused(nms, threshold):
+    with pytest.raises(ValueError, match="`score_threshold` must be None"):
+        nms(np.zeros((2, 4)), np.zeros(2), 2, score_threshold=threshold)

@@ -24,6 +24,26 @@ def xyxy(boxes):
     return torch.from_numpy(np.ascontiguousarray(boxes[..., [1, 0, 3, 2]]))
 
 
+def _non_finite_nms():
+    """Clustered boxes, a tenth with a NaN or infinite coordinate, scores with NaN and +-inf
+    (ties among them): torchvision's nms and its per-class batched_nms loop (the rule its trick
+    breaks when a coordinate is not finite). Its own generator: the other cases' inputs stay."""
+    rng = np.random.default_rng(1)
+    centres = rng.uniform(0, 80, (8, 2))[rng.integers(0, 8, 120)] + rng.normal(0, 4, (120, 2))
+    sides = rng.uniform(8, 24, (120, 2))
+    boxes = np.concatenate([centres - sides / 2, centres + sides / 2], 1).astype("float32")
+    rows = rng.choice(120, 12, replace=False)
+    boxes[rows, rng.integers(0, 4, 12)] = rng.choice([np.nan, np.inf, -np.inf], 12)
+    scores = rng.permutation(120).astype("float32") / 120
+    scores[rng.choice(120, 9, replace=False)] = [np.nan] * 3 + [np.inf] * 3 + [-np.inf] * 3
+    classes = rng.integers(0, 3, 120)
+    keep = torchvision.ops.nms(xyxy(boxes), torch.from_numpy(scores), 0.5).numpy()
+    keep_cls = tv_boxes._batched_nms_vanilla(
+        xyxy(boxes), torch.from_numpy(scores), torch.from_numpy(classes), 0.5
+    ).numpy()
+    return boxes, scores, classes, keep, keep_cls
+
+
 def torch_results():
     out = {}
     features = RNG.normal(size=(2, 4, 23, 31)).astype("float32")  # NCHW
@@ -73,6 +93,7 @@ def torch_results():
         above[keep],
         above[keep_cls],
     )
+    out["nms_non_finite"] = _non_finite_nms()
     masks = RNG.uniform(size=(5, 28, 28)).astype("float32")
     mboxes = random_boxes(5, 40)
     mboxes[:, 2:] += 2.0
@@ -170,6 +191,19 @@ def main():
     indices, valid = ops.batched_nms(many, scores, classes, 150, 0.5, score_threshold=0.3)
     same = arr(indices)[arr(valid)].tolist() == keep_cls.tolist()
     print(f"batched_nms_threshold equal={same}")
+    many, scores, classes, keep, keep_cls = reference["nms_non_finite"]
+    indices, valid = ops.nms(many, scores, 120, 0.5)
+    print(f"nms_non_finite equal={arr(indices)[arr(valid)].tolist() == keep.tolist()}")
+    indices, valid = ops.batched_nms(many, scores, classes, 120, 0.5)
+
+    # torchvision merges its classes with an unstable sort: equal scores (the NaNs, the infs)
+    # come in any order there, by index in the contract.
+    def rank(i):
+        return (0, 0.0, i) if np.isnan(scores[i]) else (1, -scores[i], i)
+
+    contract = sorted(keep_cls.tolist(), key=rank)
+    same = arr(indices)[arr(valid)].tolist() == contract
+    print(f"batched_nms_non_finite equal={same}")
     masks, mboxes, expected = reference["paste_masks"]
     got = arr(ops.paste_masks(masks, mboxes, (40, 48), threshold=None))
     print(f"paste_masks max_diff={np.abs(got - expected).max():.3g}")
