@@ -3,8 +3,8 @@
 The centre crop of evaluation (the shorter side resized, bicubic and antialiased, to
 ``size / crop_fraction``, then the central ``size x size`` square, as timm and the ResNet
 references do) and the ImageNet mean/std normalisation of ``[0, 255]`` images. The crop runs in
-TensorFlow graphs (``tf.data``, serving) and imports TensorFlow when called; :func:`normalize`
-runs on every backend (Mask R-CNN's input).
+TensorFlow graphs (``tf.data``, serving) and imports TensorFlow when called;
+[`normalize`][lambda_keras.preprocessing.normalize] runs on every backend (Mask R-CNN's input).
 """
 
 from __future__ import annotations

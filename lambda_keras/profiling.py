@@ -3,9 +3,10 @@
 TensorFlow's allocator statistics (``tf.config.experimental.get_memory_info``) exist only where
 oneDNN is on, which TensorFlow enables by default only on CPUs with AVX-512; JAX and PyTorch
 have their own counters. The resident memory of a process is there on every CPU and backend:
-:func:`measure_layer_call` builds the layer in a fresh child process, traces or compiles its
-call without executing it, then reports how far the resident set rose during the first
-execution (frameworks keep freed memory in pools, so a later call would reuse it unseen) and
+[`measure_layer_call`][lambda_keras.profiling.measure_layer_call] builds the layer in a fresh child
+process, traces or compiles its call without executing it, then reports how far the resident set
+rose during the first execution (frameworks keep freed memory in pools, so a later call would reuse
+it unseen) and
 how long a second execution took.
 
 The figure is the memory the operating system had to give the call: it includes the framework's
@@ -69,7 +70,8 @@ def measure_layer_call(
             None: the caller's ``KERAS_BACKEND`` (Keras' default when unset).
 
     Returns:
-        A :class:`Measurement`: the peak of the first execution, the time of the second.
+        A [`Measurement`][lambda_keras.profiling.Measurement]: the peak of the first execution, the
+        time of the second.
 
     Raises:
         TypeError: ``layer_config`` is not a dict or ``input_shape`` not a tuple of positive ints.
@@ -160,8 +162,8 @@ def layer_step(
 
     The layer is rebuilt from ``layer_config`` on a random float32 input of ``input_shape``
     (e.g. ``[batch, height, width, channels]``); the arguments mean what they mean for
-    :func:`measure_layer_call`. TensorFlow: a ``tf.function`` without XLA; JAX: ``jax.jit``
-    of the layer's stateless call (and ``jax.grad``); PyTorch: eager.
+    [`measure_layer_call`][lambda_keras.profiling.measure_layer_call]. TensorFlow: a ``tf.function``
+    without XLA; JAX: ``jax.jit`` of the layer's stateless call (and ``jax.grad``); PyTorch: eager.
 
     Returns:
         ``(prepare, run)``: ``prepare()`` traces or compiles without executing; ``run()``

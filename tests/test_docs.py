@@ -65,6 +65,30 @@ def test_the_api_reference_has_every_public_name(site, package):
     assert len(documented) >= 5
 
 
+# The detection page's modules beside the package (their names share the page).
+DETECTION_MODULES = (
+    "ops",
+    "transform",
+    "targets",
+    "target_checks",
+    "serving",
+    "convert_torchvision",
+    "data.coco",
+    "data.coco_eval",
+    "data.labelme",
+    "data.shapes",
+)
+
+
+@pytest.mark.parametrize("name", DETECTION_MODULES)
+def test_the_detection_reference_has_every_public_name_of_its_modules(site, name):
+    module = importlib.import_module(f"lambda_keras.detection.{name}")
+    html = (site / "api" / "detection" / "index.html").read_text()
+    anchors = set(re.findall(r'id="(lambda_keras\.[\w.]+)"', html))
+    missing = [n for n in module.__all__ if f"{module.__name__}.{n}" not in anchors]
+    assert module.__all__ and not missing, missing
+
+
 def test_the_training_reference_renders_its_modules(site):
     html = (site / "api" / "training" / "index.html").read_text()
     for module in ("data", "recipes", "trainer", "resume", "data_parallel", "detection.run"):
@@ -144,3 +168,19 @@ def test_the_model_and_weights_tables_are_what_the_registries_render():
 def test_the_measured_model_sizes_are_the_models_as_built():
     module = registry_tables()
     assert module.measure() == json.loads(module.SIZES.read_text())
+
+
+# A reST role (":class:`X`") shows as raw text in the Markdown reference: cross-references are
+# Markdown ("[X][lambda_keras.x.X]"), checked by the strict build above.
+REST_ROLE = re.compile(r":(class|func|mod|meth|attr|data|obj|exc|ref):`")
+
+
+def test_no_rest_role_in_what_the_site_renders():
+    sources = [*sorted((ROOT / "lambda_keras").rglob("*.py")), *sorted(DOCS.glob("**/*.md"))]
+    found = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in sources
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if REST_ROLE.search(line)
+    ]
+    assert len(sources) > 50 and not found, found

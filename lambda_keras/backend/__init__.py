@@ -1,7 +1,9 @@
-"""Where the project meets the Keras backend and the machine: which device the backend computes
-on (:mod:`.devices`), TensorFlow's oneDNN kernels (:mod:`.onednn`), checks that run inside a
-TensorFlow graph (:mod:`.graph_checks`) and the one guard of the packages that need TensorFlow
-(:mod:`.requirements`).
+"""Where the project meets the Keras backend and the machine: which device the backend computes on
+([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
+([`onednn`][lambda_keras.backend.onednn]), checks that run inside a TensorFlow graph
+([`graph_checks`][lambda_keras.backend.graph_checks]) and the one guard of the packages that need
+TensorFlow ([`requirements`][lambda_keras.backend.requirements]).
 
-This package imports nothing itself: ``lambda_keras`` imports :mod:`.onednn` before Keras.
+This package imports nothing itself: ``lambda_keras`` imports
+[`onednn`][lambda_keras.backend.onednn] before Keras.
 """

@@ -3,8 +3,9 @@ TPU, and on a CPU under TensorFlow, whether TensorFlow's oneDNN kernels are on.
 
 TensorFlow turns oneDNN on by default only on CPUs with AVX-512 VNNI/BF16 or AMX, or when
 ``TF_ENABLE_ONEDNN_OPTS=1``, which importing ``lambda_keras`` before TensorFlow sets
-(:mod:`lambda_keras.backend.onednn`: why, and what it measured). The TensorFlow question is asked
-only when TensorFlow is the backend, so it is already imported; the layers import no TensorFlow.
+([`lambda_keras.backend.onednn`][lambda_keras.backend.onednn]: why, and what it measured). The
+TensorFlow question is asked only when TensorFlow is the backend, so it is already imported; the
+layers import no TensorFlow.
 """
 
 from __future__ import annotations

@@ -1,21 +1,25 @@
 """Mask R-CNN with LambdaResNet backbones (paper Table 14), on every Keras 3 backend.
 
-* :class:`MaskRCNN`: FPN, RPN, box and mask heads on a pyramid backbone
-  (:class:`lambda_keras.zoo.LambdaResNetBackbone`, :class:`lambda_keras.zoo.ResNetRSBackbone`);
-  trains with ``fit`` (its losses in ``compute_loss``) on JAX, TensorFlow and PyTorch.
+* [`MaskRCNN`][lambda_keras.detection.MaskRCNN]: FPN, RPN, box and mask heads on a pyramid backbone
+  ([`LambdaResNetBackbone`][lambda_keras.zoo.LambdaResNetBackbone],
+  [`ResNetRSBackbone`][lambda_keras.zoo.ResNetRSBackbone]); trains with ``fit`` (its losses in
+  ``compute_loss``) on JAX, TensorFlow and PyTorch.
 * [maskrcnn_resnet50_fpn][lambda_keras.detection.maskrcnn_resnet50_fpn] and
-  [maskrcnn_resnet50_fpn_v2][lambda_keras.detection.maskrcnn_resnet50_fpn_v2]: torchvision's
-  COCO Mask R-CNNs (``weights="coco"``), converted exactly: ``MaskRCNN`` with torchvision's
-  rules as settings
-  (:mod:`lambda_keras.detection.torchvision`, :mod:`lambda_keras.detection.convert_torchvision`).
-* :func:`detect`: one photo's detections in its pixels, on any backend.
-* :mod:`lambda_keras.detection.transform`: each model's input transform (resize, pad, map back).
-* :mod:`lambda_keras.detection.ops`: boxes, anchors, ROIAlign, NMS, mask pasting.
-* :mod:`lambda_keras.detection.targets`: training targets with static shapes.
+  [maskrcnn_resnet50_fpn_v2][lambda_keras.detection.maskrcnn_resnet50_fpn_v2]: torchvision's COCO
+  Mask R-CNNs (``weights="coco"``), converted exactly: ``MaskRCNN`` with torchvision's rules as
+  settings ([torchvision][lambda_keras.detection.torchvision],
+  [convert_torchvision][lambda_keras.detection.convert_torchvision]).
+* [`detect`][lambda_keras.detection.detect.detect]: one photo's detections in its pixels, on any
+  backend.
+* [transform][lambda_keras.detection.transform]: each model's input transform (resize, pad, map
+  back).
+* [ops][lambda_keras.detection.ops]: boxes, anchors, ROIAlign, NMS, mask pasting.
+* [targets][lambda_keras.detection.targets]: training targets with static shapes;
+  [target_checks][lambda_keras.detection.target_checks]: what they may hold.
 
 TensorFlow stays where it is the point: reading COCO and labelme into ``tf.data``
-(:mod:`lambda_keras.detection.data`) and SavedModel / LiteRT export
-(:mod:`lambda_keras.detection.serving`).
+([data][lambda_keras.detection.data]) and SavedModel / LiteRT export
+([serving][lambda_keras.detection.serving]).
 """
 
 from lambda_keras.detection import ops, targets

@@ -3,7 +3,7 @@
     python -m lambda_keras.detection.convert_torchvision --model=maskrcnn_resnet50_fpn \\
         --checkpoint=maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth --output=coco.weights.h5
 
-The ``.pth`` is read without PyTorch ([lambda_keras.checkpoints][lambda_keras.checkpoints]:
+The ``.pth`` is read without PyTorch (``lambda_keras.checkpoints``:
 a restricted unpickler, both of torch.save's formats). Strict: every tensor of the
 checkpoint is used once and every weight of the model is set; a checkpoint of another model
 (Faster R-CNN, keypoint R-CNN, v1 for v2 and v2 for v1), a missing or extra tensor or a
@@ -24,6 +24,7 @@ from lambda_keras.zoo import weights as weights_lib
 __all__ = ["MODELS", "convert"]
 
 MODELS = ("maskrcnn_resnet50_fpn", "maskrcnn_resnet50_fpn_v2")
+"""The torchvision models whose state dicts convert (``--model``)."""
 
 
 def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.PathLike) -> str:

@@ -1,5 +1,6 @@
-"""Detections on one photo, on every Keras backend: what a SavedModel's ``serving_default``
-returns (:mod:`lambda_keras.detection.serving`), from the Keras model itself."""
+"""Detections on one photo, on every Keras backend: what a SavedModel's ``serving_default`` returns
+([`lambda_keras.detection.serving`][lambda_keras.detection.serving]), from the Keras model
+itself."""
 
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     """The detections of ``model`` on one photo, in the photo's pixels.
 
     The photo goes through the model's input transform (``model.input_transform(image_size)``:
-    torchvision's for :func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`, the letterbox at
-    ``image_size`` otherwise), the model predicts on it (compiled as ``predict`` compiles on
-    the backend) and the boxes and masks go back into the photo.
+    torchvision's for [`maskrcnn_resnet50_fpn`][lambda_keras.detection.maskrcnn_resnet50_fpn], the
+    letterbox at ``image_size`` otherwise), the model predicts on it (compiled as ``predict``
+    compiles on the backend) and the boxes and masks go back into the photo.
 
     Args:
-        model: A :class:`~lambda_keras.detection.MaskRCNN`.
+        model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN].
         image: ``uint8 [height, width, 3]`` RGB photo (a NumPy array or anything
             ``np.asarray`` reads).
         image_size: The side a model without its own transform detects at (a multiple of 64);
@@ -82,8 +83,8 @@ def _photo(image) -> np.ndarray:
 
 def outputs(out: dict, boxes, masks) -> dict:
     """The serving outputs from the model's ``out`` (a batch of one) with ``boxes`` and bool
-    ``masks`` already in the photo's pixels; padding zeroed (``keras.ops``: eager here, inside
-    the SavedModel's graph in :mod:`lambda_keras.detection.serving`)."""
+    ``masks`` already in the photo's pixels; padding zeroed (``keras.ops``: eager here, inside the
+    SavedModel's graph in [`lambda_keras.detection.serving`][lambda_keras.detection.serving])."""
     valid = K.convert_to_tensor(out["valid"][0])
     return {
         "boxes": K.where(valid[:, None], boxes, 0.0),

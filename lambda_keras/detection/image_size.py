@@ -10,8 +10,8 @@ SIZE_MULTIPLE = 64  # the stride of P6, the coarsest pyramid level
 
 
 def check_image_size(image_size, name: str = "image_size") -> int:
-    """Return ``image_size`` as an int, or raise ``ValueError`` unless it is a positive
-    multiple of :data:`SIZE_MULTIPLE`."""
+    """Return ``image_size`` as an int, or raise ``ValueError`` unless it is a positive multiple of
+    [`SIZE_MULTIPLE`][lambda_keras.detection.image_size.SIZE_MULTIPLE]."""
     if v.positive_int(name, image_size) % SIZE_MULTIPLE:
         raise ValueError(
             f"`{name}` must be a multiple of {SIZE_MULTIPLE} (MaskRCNN's largest stride, P6); "
@@ -21,5 +21,6 @@ def check_image_size(image_size, name: str = "image_size") -> int:
 
 
 def round_up(side: int) -> int:
-    """The smallest multiple of :data:`SIZE_MULTIPLE` at least ``side``."""
+    """The smallest multiple of [`SIZE_MULTIPLE`][lambda_keras.detection.image_size.SIZE_MULTIPLE]
+    at least ``side``."""
     return -(-int(side) // SIZE_MULTIPLE) * SIZE_MULTIPLE

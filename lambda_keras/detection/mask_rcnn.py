@@ -8,12 +8,15 @@ proposal, RoI and detection sets, padded NMS), so the training step compiles wit
   ImageNet mean and standard deviation), height and width multiples of 64 and known when the
   model is traced (the anchors are built for them).
 * Targets: ``{"boxes": [b, G, 4], "classes": [b, G] int32, "masks": [b, G, M, M]}``, see
-  :mod:`lambda_keras.detection.targets` (``-1`` classes pad; masks in their boxes' frames),
-  optionally ``"mask_boxes": [b, G, 4]``, the frames of the masks when they differ from the
-  boxes (a box clipped by a crop; :func:`lambda_keras.detection.data.coco.make_dataset` gives them).
-* Outputs: ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] (-1 padding),
-  "masks": [b, D, 28, 28] probabilities inside each box, "valid": [b, D]}`` in the input
-  image's pixels; :func:`lambda_keras.detection.ops.paste_masks` puts masks into the image.
+  [`lambda_keras.detection.targets`][lambda_keras.detection.targets] (``-1`` classes pad; masks in
+  their boxes' frames), optionally ``"mask_boxes": [b, G, 4]``, the frames of the masks when they
+  differ from the boxes (a box clipped by a crop;
+  [`lambda_keras.detection.data.coco.make_dataset`][lambda_keras.detection.data.coco.make_dataset]
+  gives them).
+* Outputs: ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] (-1 padding), "masks": [b, D,
+  28, 28] probabilities inside each box, "valid": [b, D]}`` in the input image's pixels;
+  [`lambda_keras.detection.ops.paste_masks`][lambda_keras.detection.ops.paste_masks] puts masks into
+  the image.
 
 * Or ``{"images": [b, H, W, 3], "image_sizes": [b, 2]}``: each image's ``(height, width)`` at
   the top left of the batch; boxes are clipped to it (and, with a ``transform`` that pads each
@@ -93,7 +96,7 @@ def smooth_l1(diff, beta: float):
 @keras.saving.register_keras_serializable(package="lambda_keras")
 class MaskRCNN(keras.Model):
     """Mask R-CNN with FPN on ``backbone`` (a model whose outputs are ``{"P2": ..., "P5": ...}``,
-    e.g. :class:`lambda_keras.zoo.LambdaResNetBackbone`).
+    e.g. [`lambda_keras.zoo.LambdaResNetBackbone`][lambda_keras.zoo.LambdaResNetBackbone]).
 
     Args:
         backbone: The pyramid backbone.
@@ -103,21 +106,23 @@ class MaskRCNN(keras.Model):
         rois_per_image: RoIs sampled per image for the heads (25% foreground at most).
         max_detections: Detections per image.
         score_threshold: Smallest class score a detection may have.
-        box_head_units, mask_head_channels: Widths of the heads (1024, 256 in the paper).
+        box_head_units: Width of the box head's fully connected layers (1024 in the paper).
+        mask_head_channels: Width of the mask head (256 in the paper).
         fpn_batch_norm: Batch norm after each FPN convolution (which then has no bias).
         rpn_convs: 3x3 convolutions of the RPN head (1; torchvision's v2 model: 2).
-        box_head_convs, box_head_fcs: 3x3 convolutions (``mask_head_channels`` wide) and
-            fully connected layers of the box head (0 and 2; torchvision's v2: 4 and 1).
+        box_head_convs: 3x3 convolutions (``mask_head_channels`` wide) of the box head (0;
+            torchvision's v2: 4).
+        box_head_fcs: Fully connected layers of the box head (2; torchvision's v2: 1).
         head_batch_norm: Batch norm after each convolution of the box and mask heads.
-        anchor_rule: One of :data:`ANCHOR_RULES`.
+        anchor_rule: One of ``ANCHOR_RULES``.
         roi_align_aligned: ROIAlign's half-pixel shift (True; torchvision's v1 model: False).
-        proposal_min_size, detection_min_size: Proposals (detections) with a side below (at
-            most) this many pixels are dropped.
+        proposal_min_size: Proposals with a side below this many pixels are dropped.
+        detection_min_size: Detections with a side of at most this many pixels are dropped.
         detection_candidates: (box, class) pairs kept before the final per-class NMS (a fixed
             number keeps shapes static; torchvision keeps every pair above the threshold).
         transform: The input transform the model serves with: None (the project's letterbox,
             at a size chosen when serving) or a
-            :class:`~lambda_keras.detection.transform.TorchvisionTransform`.
+            [`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform].
         categories: ``[{"id": int, "name": str}]`` per class (e.g. COCO's), or None.
     """
 
@@ -236,8 +241,8 @@ class MaskRCNN(keras.Model):
 
     def input_transform(self, image_size: int | None = None):
         """How a photo becomes this model's input and its outputs go back into the photo
-        (:mod:`lambda_keras.detection.transform`): the model's own ``transform``, or the
-        letterbox at ``image_size`` (a multiple of 64) when one is given."""
+        ([`lambda_keras.detection.transform`][lambda_keras.detection.transform]): the model's own
+        ``transform``, or the letterbox at ``image_size`` (a multiple of 64) when one is given."""
         if image_size is not None:
             return LetterboxTransform(check_image_size(image_size))
         if self.transform is None:
@@ -316,9 +321,10 @@ class MaskRCNN(keras.Model):
 
     # ------------------------------------------------------------------ inference
     def call(self, inputs, training=False):
-        """Detections (``training=False``): ``{"boxes": [b, D, 4], "scores": [b, D],
-        "classes": [b, D], "valid": [b, D], "masks": [b, D, 28, 28]}``. With
-        ``training=True``, the first stage that :meth:`compute_loss` continues from:
+        """Detections (``training=False``): ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b,
+        D], "valid": [b, D], "masks": [b, D, 28, 28]}``. With ``training=True``, the first stage
+        that [`compute_loss`][lambda_keras.detection.mask_rcnn.MaskRCNN.compute_loss] continues
+        from:
         ``{"features": the FPN's maps, "objectness": [b, n], "rpn_deltas": [b, n, 4]}``."""
         images, image_sizes = _split(inputs)
         view = self._view(images, image_sizes)
@@ -387,9 +393,10 @@ class MaskRCNN(keras.Model):
             target_checks.check_targets(y, self.num_classes)
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """The training loss of a batch, Keras' hook on every backend (``fit`` and
-        ``evaluate``): the sum of the five losses of :meth:`compute_losses` (each also goes to
-        its ``<name>_loss`` metric) and of any loss the layers added.
+        """The training loss of a batch, Keras' hook on every backend (``fit`` and ``evaluate``):
+        the sum of the five losses of
+        [`compute_losses`][lambda_keras.detection.mask_rcnn.MaskRCNN.compute_losses] (each also goes
+        to its ``<name>_loss`` metric) and of any loss the layers added.
 
         Args:
             x: ``[b, H, W, 3]`` images.
@@ -524,8 +531,10 @@ def _check_backbone_outputs(backbone: keras.Model) -> None:
 
 
 def _takes_valid_sizes(backbone: keras.Model) -> bool:
-    """Whether the backbone takes ``{"images", "valid_sizes"}`` (and zeroes its maps beyond
-    each image's valid part, as :mod:`lambda_keras.detection.torchvision.resnet` does)."""
+    """Whether the backbone takes ``{"images", "valid_sizes"}`` (and zeroes its maps beyond each
+    image's valid part, as
+    [`lambda_keras.detection.torchvision.resnet`][lambda_keras.detection.torchvision.resnet]
+    does)."""
     try:
         inputs = backbone.input
     except (AttributeError, ValueError):  # a subclassed or never-called model: images alone
@@ -592,7 +601,7 @@ def _check_inputs(inputs: dict) -> dict:
 
 def _check_images(shape: tuple) -> None:
     """Images are ``[batch, height, width, 3]``, height and width multiples of
-    :data:`SIZE_MULTIPLE` (64) where known."""
+    [`SIZE_MULTIPLE`][lambda_keras.detection.mask_rcnn.SIZE_MULTIPLE] (64) where known."""
     if len(shape) != 4 or shape[-1] not in (None, 3):
         raise ValueError(
             f"MaskRCNN takes RGB images [batch, height, width, 3]; received images of shape "
@@ -607,7 +616,8 @@ def _check_images(shape: tuple) -> None:
 
 
 def _static_image_size(images) -> tuple[int, int]:
-    """The traced images' height and width: :func:`_check_images`'s rule, and both known."""
+    """The traced images' height and width:
+    [`_check_images`][lambda_keras.detection.mask_rcnn._check_images]'s rule, and both known."""
     shape = tuple(images.shape)
     _check_images(shape)
     if shape[1] is None or shape[2] is None:

@@ -31,9 +31,10 @@ def generate_proposals(
 
     Args:
         objectness: ``[b, n]`` logits; deltas: ``[b, n, 4]``, in the order of ``anchors``.
-        anchors: ``{"P<l>": [n_l, 4]}`` (:func:`~lambda_keras.detection.ops.pyramid_anchors`),
-            or ``{"P<l>": [b, n_l, 4]}``, each image's own
-            (:func:`~lambda_keras.detection.ops.torchvision_anchors`).
+        anchors: ``{"P<l>": [n_l, 4]}``
+            ([`pyramid_anchors`][lambda_keras.detection.ops.pyramid_anchors]), or ``{"P<l>": [b,
+            n_l, 4]}``, each image's own
+            ([`torchvision_anchors`][lambda_keras.detection.ops.torchvision_anchors]).
         image_shape: ``(height, width)`` of the (padded) batch, or ``[b, 2]`` each image's
             size: boxes are clipped to it.
         min_size: Boxes with a side below this many pixels are dropped.

@@ -7,17 +7,20 @@ Signature ``serving_default(image: uint8 [height, width, 3])`` returns ``boxes [
 ``num_detections`` (the valid ones come first).
 
 The model says how a photo becomes its input and how its outputs go back
-(``model.input_transform(image_size)``, :mod:`lambda_keras.detection.transform`): with
-``image_size`` the project's letterbox (the longer side to ``image_size``, padded, as in
-evaluation); without it the model's own transform, e.g. torchvision's for
-:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn` (shorter side 800, longer at most 1333,
-an 832 x 1344 batch or 1344 x 832 when the photo stands upright, masks pasted by torchvision's
-rule). A model with ``categories`` (COCO's) also gets ``labels.json`` (``category_ids`` and
+(``model.input_transform(image_size)``,
+[`lambda_keras.detection.transform`][lambda_keras.detection.transform]): with ``image_size`` the
+project's letterbox (the longer side to ``image_size``, padded, as in evaluation); without it the
+model's own transform, e.g. torchvision's for
+[`maskrcnn_resnet50_fpn`][lambda_keras.detection.maskrcnn_resnet50_fpn] (shorter side 800, longer at
+most 1333, an 832 x 1344 batch or 1344 x 832 when the photo stands upright, masks pasted by
+torchvision's rule). A model with ``categories`` (COCO's) also gets ``labels.json``
+(``category_ids`` and
 ``class_names`` per class, the training script's format) in the SavedModel directory.
 
-The serving graph is TensorFlow's: with Keras on JAX or PyTorch, :func:`export_detector` saves
-the model to a ``.keras`` file that a TensorFlow-backend process exports
-(:func:`export_detector_keras_file`).
+The serving graph is TensorFlow's: with Keras on JAX or PyTorch,
+[`export_detector`][lambda_keras.detection.serving.export_detector] saves the model to a ``.keras``
+file that a TensorFlow-backend process exports
+([`export_detector_keras_file`][lambda_keras.detection.serving.export_detector_keras_file]).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
     """Write ``model`` with its serving signature to ``path``; returns ``path``.
 
     Args:
-        model: A :class:`~lambda_keras.detection.MaskRCNN` (called or fitted once).
+        model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN] (called or fitted once).
         path: The SavedModel directory to write.
         image_size: The side the model detects at (a multiple of 64): each image is resized so
             that its longer side is ``image_size``, then padded to a square. None for a model
@@ -71,7 +74,8 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
 
 
 def export_detector_keras_file(keras_path: str, path: str, image_size: int | None = None) -> str:
-    """:func:`export_detector` of the detector in the ``.keras`` file ``keras_path``, from any
+    """[`export_detector`][lambda_keras.detection.serving.export_detector] of the detector in the
+    ``.keras`` file ``keras_path``, from any
     Keras backend: in this process on TensorFlow, else in a child process running Keras on
     TensorFlow. Returns ``path``.
 
@@ -94,11 +98,12 @@ def _write_saved_model(model, detect, path) -> None:
 
 
 def export_detector_litert(model: keras.Model, path: str, image_size: int | None = None) -> str:
-    """Write ``model``'s serving function (as :func:`export_detector`'s) as a LiteRT flatbuffer
+    """Write ``model``'s serving function (as
+    [`export_detector`][lambda_keras.detection.serving.export_detector]'s) as a LiteRT flatbuffer
     ``path`` (``.tflite``) of TensorFlow Lite's built-in ops only; returns ``path``.
 
     A torchvision model's resized sides are computed in integers here (LiteRT has no float64
-    kernels; see :func:`~lambda_keras.detection.transform_graph.torchvision_resize`).
+    kernels; see ``torchvision_resize``).
     """
     if not str(path).endswith(".tflite"):
         raise ValueError(f"`path` must end in .tflite; received {path!r}.")
@@ -126,11 +131,11 @@ def export_detector_onnx(
     int32 for a model whose transform pads each image: torchvision's), the outputs are the
     model's (``boxes``, ``scores``, ``classes``, ``valid``, ``masks [1, D, 28, 28]`` in their
     boxes). The resize before and the pasting after stay outside, as
-    :func:`~lambda_keras.detection.detect` does them (``transform.resized_size``,
+    [`detect`][lambda_keras.detection.detect.detect] does them (``transform.resized_size``,
     ``transform.to_photo``). Needs ``tf2onnx`` and ``onnx``; Keras on TensorFlow.
 
     Args:
-        image_size: As in :func:`export_detector`.
+        image_size: As in [`export_detector`][lambda_keras.detection.serving.export_detector].
         canvas: ``(H, W)``, multiples of 64; default the transform's first (landscape) one.
     """
     _check_model_and_path(model, path)

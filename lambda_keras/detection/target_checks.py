@@ -28,6 +28,7 @@ __all__ = ["TARGET_KEYS", "check_target_shapes", "check_targets", "target_proble
 
 REQUIRED_KEYS = ("boxes", "classes", "masks")
 TARGET_KEYS = (*REQUIRED_KEYS, "mask_boxes")
+"""The keys a target dict may hold (``mask_boxes`` optional)."""
 
 # What each problem of target_problems means, for the errors.
 _ALLOWED = {

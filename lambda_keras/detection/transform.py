@@ -1,24 +1,29 @@
 """A detector's input transform: how a photo becomes the model's input, and how the model's
 boxes and masks go back into the photo (torchvision's ``GeneralizedRCNNTransform``'s job).
 
-Each :class:`~lambda_keras.detection.MaskRCNN` owns one (``model.input_transform()``); serving
-(:mod:`lambda_keras.detection.serving`) asks the model for it instead of knowing models apart.
+Each [`MaskRCNN`][lambda_keras.detection.MaskRCNN] owns one (``model.input_transform()``); serving
+([`lambda_keras.detection.serving`][lambda_keras.detection.serving]) asks the model for it instead
+of knowing models apart.
 
-* :class:`LetterboxTransform`: the project's rule, as in training and evaluation
-  (:mod:`lambda_keras.detection.data.coco`): the longer side scaled to ``image_size``, the
-  image padded at the bottom and right to a square; boxes scaled back and clipped to the photo,
-  masks pasted by :func:`~lambda_keras.detection.ops.paste_masks`.
-* :class:`TorchvisionTransform`: torchvision's rule (shorter side
-  800, longer at most 1333, float64 sizes), each image padded to a multiple of 32 inside a
-  batch whose sides are multiples of 64 (832 x 1344, or 1344 x 832 for an upright photo);
+* [`LetterboxTransform`][lambda_keras.detection.transform.LetterboxTransform]: the project's rule,
+  as in training and evaluation
+  ([`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco]): the longer side scaled
+  to ``image_size``, the image padded at the bottom and right to a square; boxes scaled back and
+  clipped to the photo, masks pasted by [`paste_masks`][lambda_keras.detection.ops.paste_masks].
+* [`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform]: torchvision's
+  rule (shorter side 800, longer at most 1333, float64 sizes), each image padded to a multiple of 32
+  inside a batch whose sides are multiples of 64 (832 x 1344, or 1344 x 832 for an upright photo);
   boxes scaled back per axis, masks pasted by
-  :func:`~lambda_keras.detection.ops.paste_masks_torchvision` and thresholded at 0.5.
+  [`paste_masks_torchvision`][lambda_keras.detection.ops.paste_masks_torchvision] and thresholded at
+  0.5.
 
-Each transform gives the resized size of a photo in Python (:meth:`resized_size`, for
-:func:`~lambda_keras.detection.detect` on every backend) and maps outputs back with
-``keras.ops`` (:meth:`to_photo`, eager or inside the serving graph); inside TensorFlow graphs,
-where the photo's size is known only at run time, :mod:`lambda_keras.detection.transform_graph`
-computes the same sizes (``tf.data`` pipelines, SavedModel and LiteRT serving).
+Each transform gives the resized size of a photo in Python
+([`resized_size`][lambda_keras.detection.transform.LetterboxTransform.resized_size], for
+[`detect`][lambda_keras.detection.detect.detect] on every backend) and maps outputs back with
+``keras.ops`` ([`to_photo`][lambda_keras.detection.transform.LetterboxTransform.to_photo], eager or
+inside the serving graph); inside TensorFlow graphs, where the photo's size is known only at run
+time, ``lambda_keras.detection.transform_graph`` computes the same sizes (``tf.data`` pipelines,
+SavedModel and LiteRT serving).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The transforms' resizing inside TensorFlow graphs, where a photo's size is known only at run
-time: ``tf.data`` pipelines (:mod:`lambda_keras.detection.data.coco`) and SavedModel / LiteRT
-serving (:mod:`lambda_keras.detection.serving`). The same rules as the transforms'
-``resized_size`` (:mod:`lambda_keras.detection.transform`), on tensors.
+time: ``tf.data`` pipelines ([`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco])
+and SavedModel / LiteRT serving
+([`lambda_keras.detection.serving`][lambda_keras.detection.serving]). The same rules as the
+transforms' ``resized_size``
+([`lambda_keras.detection.transform`][lambda_keras.detection.transform]), on tensors.
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ def torchvision_resize(
 
 
 def resize(transform, image: tf.Tensor, float64: bool = True):
-    """``(resized float32 [h, w, 3], (h, w) int32)``: one photo resized by ``transform``'s
-    rule (``float64`` as in :func:`torchvision_resize`; the letterbox has no float64 step)."""
+    """``(resized float32 [h, w, 3], (h, w) int32)``: one photo resized by ``transform``'s rule
+    (``float64`` as in
+    [`torchvision_resize`][lambda_keras.detection.transform_graph.torchvision_resize]; the letterbox
+    has no float64 step)."""
     if isinstance(transform, TorchvisionTransform):
         return torchvision_resize(image, transform.min_size, transform.max_size, float64)
     if isinstance(transform, LetterboxTransform):

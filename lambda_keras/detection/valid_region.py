@@ -31,8 +31,8 @@ def zero_outside(x, valid_sizes, stride: int):
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
 class ZeroOutside(keras.layers.Layer):
-    """:func:`zero_outside` as a layer. Call: ``[x [b, h, w, c], valid_sizes [b, 2]]`` -> ``x``'s
-    shape."""
+    """[`zero_outside`][lambda_keras.detection.valid_region.zero_outside] as a layer. Call: ``[x [b,
+    h, w, c], valid_sizes [b, 2]]`` -> ``x``'s shape."""
 
     def __init__(self, stride: int, **kwargs):
         super().__init__(**kwargs)

@@ -1,7 +1,7 @@
 """The lambda layer's argument and shape checks: every mistake is a ``ValueError`` (or
 ``TypeError``) naming the argument, the value received and what is allowed, before anything is
 built; sizes known only when a TensorFlow graph runs are asserted then
-(:mod:`lambda_keras.backend.graph_checks`)."""
+([`lambda_keras.backend.graph_checks`][lambda_keras.backend.graph_checks])."""
 
 from __future__ import annotations
 
@@ -145,7 +145,8 @@ def check_map(layer, spatial, n) -> list:
 
 
 def check_global_range(layer, spatial) -> list:
-    """A global context's embeddings must cover the map (see :func:`check_map`)."""
+    """A global context's embeddings must cover the map (see
+    [`check_map`][lambda_keras.layers.lambda_checks.check_map])."""
     extent = layer.position_embedding.max_extent
     checks = []
     for axis, (s, e) in enumerate(zip(spatial, extent, strict=True)):

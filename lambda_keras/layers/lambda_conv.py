@@ -1,7 +1,7 @@
 """The lambda convolution as a layer with a convolution's signature: ``LambdaConv2D``,
 ``LambdaConv1D``.
 
-A local-scope :class:`~lambda_keras.layers.LambdaLayer` (paper §3.3, Fig. 5) whose arguments
+A local-scope [`LambdaLayer`][lambda_keras.layers.LambdaLayer] (paper §3.3, Fig. 5) whose arguments
 read like ``keras.layers.Conv2D``'s: ``filters`` output channels, a ``kernel_size`` that is the
 scope of the position lambdas, ``strides`` 1 or 2 (2 adds the paper's 3x3 average pool of stride
 2 after the layer, App. F.2, so that ``LambdaConv2D(256, 23, strides=2)`` replaces a strided
@@ -31,7 +31,8 @@ CONV_IMPLEMENTATIONS = {
 
 
 class _LambdaConv(LambdaLayer):
-    """Shared by :class:`LambdaConv1D` and :class:`LambdaConv2D` (``rank`` spatial axes)."""
+    """Shared by [`LambdaConv1D`][lambda_keras.layers.lambda_conv.LambdaConv1D] and
+    [`LambdaConv2D`][lambda_keras.layers.lambda_conv.LambdaConv2D] (``rank`` spatial axes)."""
 
     rank = 2
 
@@ -145,13 +146,16 @@ class LambdaConv2D(_LambdaConv):
             (paper default 23). Content lambdas always see the whole map.
         strides: 1, or 2 for a 3x3 average pool of stride 2 after the layer (App. F.2).
         padding: ``"same"`` only (the scope is cropped at the borders).
-        key_dim, num_heads, intra_depth: ``|k|``, ``|h|``, ``|u|`` (defaults 16, 4, 1).
+        key_dim: ``|k|``, the query/key depth (default 16).
+        num_heads: ``|h|``, the query heads (default 4).
+        intra_depth: ``|u|``, the intra-depth (default 1).
         implementation: ``"conv3d"`` (a 3-D ``keras.ops.conv``, the layer's ``"conv"``),
             ``"depthwise"`` (``keras.ops.depthwise_conv``), ``"einsum"`` or ``"auto"``; all
             give the same outputs.
         use_bias: Bias on the query/key/value projections (default False, as in the paper).
         kernel_regularizer: Regularizer of the projection kernel.
-        batch_norm_momentum, batch_norm_epsilon: Of the query and value batch norms.
+        batch_norm_momentum: Momentum of the query and value batch norms.
+        batch_norm_epsilon: Epsilon of the query and value batch norms.
     """
 
     rank = 2
@@ -161,9 +165,9 @@ class LambdaConv2D(_LambdaConv):
 class LambdaConv1D(_LambdaConv):
     """A lambda convolution over sequences, with ``keras.layers.Conv1D``'s argument names.
 
-    Input ``[batch, length, channels]``; output ``[batch, ceil(length / strides), filters]``.
-    The arguments are :class:`LambdaConv2D`'s (``kernel_size`` an odd int; ``"conv3d"``
-    computes the sequence case with a 2-D ``keras.ops.conv``).
+    Input ``[batch, length, channels]``; output ``[batch, ceil(length / strides), filters]``. The
+    arguments are [`LambdaConv2D`][lambda_keras.layers.lambda_conv.LambdaConv2D]'s (``kernel_size``
+    an odd int; ``"conv3d"`` computes the sequence case with a 2-D ``keras.ops.conv``).
     """
 
     rank = 1

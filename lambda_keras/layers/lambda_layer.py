@@ -80,10 +80,10 @@ class LambdaLayer(keras.layers.Layer):
         implementation: How position lambdas are computed: ``"einsum"`` (dense relative
             embeddings, Fig. 3), ``"conv"`` (lambda convolution as ``keras.ops.conv`` on 5-D
             ``[b, h, w, v, u]`` values, the paper's conv3d, or 4-D for sequences, Fig. 5/8),
-            ``"depthwise"`` (``keras.ops.depthwise_conv`` with channel multiplier ``key_dim``,
-            Fig. 5; requires
-            ``intra_depth=1``), or ``"auto"``, see :meth:`resolve_implementation`. All give the
-            same result.
+            ``"depthwise"`` (``keras.ops.depthwise_conv`` with channel multiplier ``key_dim``, Fig.
+            5; requires ``intra_depth=1``), or ``"auto"``, see
+            [`resolve_implementation`][lambda_keras.layers.lambda_layer.LambdaLayer.resolve_implementation].
+            All give the same result.
         content: Whether to use the content lambda (``False``: position-only layer).
         position: Whether to use position lambdas (``False``: content-only layer, i.e.
             multi-query linear attention).
@@ -108,9 +108,10 @@ class LambdaLayer(keras.layers.Layer):
             raster order): ``context_mask[n, m]`` says whether query ``n`` sees context element
             ``m`` (Fig. 6). Keys are normalised over each query's unmasked context; a query
             whose context is empty gets a zero lambda. Requires the einsum implementation.
-        position_embedding: Optional :class:`RelativePositionEmbedding` to use (and share with
-            other layers) instead of creating one. Its ``key_dim``, ``intra_depth`` and
-            ``groups`` must match this layer, and its ``size`` the local scope.
+        position_embedding: Optional
+            [`RelativePositionEmbedding`][lambda_keras.layers.lambda_layer.RelativePositionEmbedding]
+            to use (and share with other layers) instead of creating one. Its ``key_dim``,
+            ``intra_depth`` and ``groups`` must match this layer, and its ``size`` the local scope.
         use_bias: Whether the projections have a bias (default False, as in the paper).
         use_position_bias: Add a learned per-key constant ``b`` (``[groups, key_dim]``, zeros
             at first) to every position lambda, ``lambda_n += b 1^T``, i.e. ``y_n`` gains
@@ -293,7 +294,7 @@ class LambdaLayer(keras.layers.Layer):
     # ------------------------------------------------------------------ call
     def resolve_implementation(self, spatial_shape: Sequence[int | None]) -> str:
         """The implementation used for inputs of the given spatial shape (``"auto"``: see
-        :func:`~lambda_keras.layers.implementation_choice.choose_implementation`)."""
+        ``choose_implementation``)."""
         return choose_implementation(
             self.implementation,
             spatial_shape,

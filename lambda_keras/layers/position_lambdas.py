@@ -4,14 +4,17 @@ All take float32 tensors and compute ``lambda_n = sum_{m, u} e_nm[k, u] v_m[v, u
 ``[k, v]`` per query position ``n``, per group ``g`` (one group for the multi-query layer,
 one per head for the multi-head layer):
 
-* :func:`einsum_position_lambdas` — dense ``E[k, n, m]`` (global, local by zeroed embeddings,
-  or masked), ``Θ(bnmkv)`` time and ``Θ(knm)`` memory.
-* :func:`conv_position_lambdas` — the lambda convolution as an (n+1)-d convolution that treats
-  the value depth ``v`` as an extra spatial axis of kernel extent 1 (``keras.ops.conv`` on 5-D
-  values for images, the paper's conv3d; 4-D for sequences); intra-depth ``u`` is the
+* [`einsum_position_lambdas`][lambda_keras.layers.position_lambdas.einsum_position_lambdas] — dense
+  ``E[k, n, m]`` (global, local by zeroed embeddings, or masked), ``Θ(bnmkv)`` time and ``Θ(knm)``
+  memory.
+* [`conv_position_lambdas`][lambda_keras.layers.position_lambdas.conv_position_lambdas] — the lambda
+  convolution as an (n+1)-d convolution that treats the value depth ``v`` as an extra spatial axis
+  of kernel extent 1 (``keras.ops.conv`` on 5-D values for images, the paper's conv3d; 4-D for
+  sequences); intra-depth ``u`` is the
   input-channel axis.
-* :func:`depthwise_position_lambdas` — an n-d depthwise convolution with channel multiplier
-  ``k`` over the ``v`` channels (``keras.ops.depthwise_conv``); ``u`` must be 1.
+* [`depthwise_position_lambdas`][lambda_keras.layers.position_lambdas.depthwise_position_lambdas] —
+  an n-d depthwise convolution with channel multiplier ``k`` over the ``v`` channels
+  (``keras.ops.depthwise_conv``); ``u`` must be 1.
 
 The convolutions take the embedding window as a kernel whose index ``i`` is the offset
 ``i - window // 2`` (``pos(m) - pos(n)``); "SAME" zero padding makes positions outside the

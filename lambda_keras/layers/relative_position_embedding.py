@@ -35,7 +35,7 @@ class RelativePositionEmbedding(keras.layers.Layer):
       covers every offset between two positions of the map.
 
     One instance can be passed as ``position_embedding=`` to several
-    :class:`~lambda_keras.layers.LambdaLayer` s (paper Table 4, "shared embeddings"): the
+    [`LambdaLayer`][lambda_keras.layers.LambdaLayer] s (paper Table 4, "shared embeddings"): the
     layers then train a single set of weights, and ``.keras`` files keep them shared.
 
     Args:
@@ -172,7 +172,9 @@ class RelativePositionEmbedding(keras.layers.Layer):
         return ops.transpose(table, [1, 2, 3, 0])
 
     def flat_index(self, spatial_shape: Sequence):
-        """Index into :meth:`flat_table` of each (query ``n``, context ``m``) pair.
+        """Index into
+        [`flat_table`][lambda_keras.layers.relative_position_embedding.RelativePositionEmbedding.flat_table]
+        of each (query ``n``, context ``m``) pair.
 
         Returns:
             int32 ``[n, m]``: the flattened window position of ``pos(m) - pos(n)``, or

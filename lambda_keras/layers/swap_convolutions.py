@@ -38,8 +38,8 @@ def swap_convolutions(
     """A new functional model in which chosen 3x3 ``Conv2D`` layers are lambda convolutions.
 
     Each chosen ``Conv2D(filters, 3, strides=s)`` becomes a
-    :class:`~lambda_keras.layers.LambdaConv2D` ``(filters, kernel_size, strides=s)`` of the same
-    name, so the output shapes are unchanged. Only plain ``keras.layers.Conv2D`` layers with a
+    [`LambdaConv2D`][lambda_keras.layers.LambdaConv2D] ``(filters, kernel_size, strides=s)`` of the
+    same name, so the output shapes are unchanged. Only plain ``keras.layers.Conv2D`` layers with a
     3x3 kernel, ``padding="same"``, stride 1 or 2, no dilation and no activation are chosen; the
     model is rebuilt with ``keras.models.clone_model(..., clone_function=...)`` and every
     other layer keeps its weights. The swapped layers start from the lambda layer's
@@ -52,8 +52,11 @@ def swap_convolutions(
             by ``_`` (``("conv4", "conv5")`` in ``keras.applications`` ResNets: Table 12's
             C→C→L→L); ``None``: every stage.
         predicate: Optional further choice: called with each candidate conv, swapped when True.
-        kernel_size, key_dim, num_heads, intra_depth, implementation: Of the lambda
-            convolutions (paper defaults 23, 16, 4, 1, ``"auto"``).
+        kernel_size: Scope of the lambda convolutions (paper default 23).
+        key_dim: Their ``|k|`` (16).
+        num_heads: Their ``|h|`` (4).
+        intra_depth: Their ``|u|`` (1).
+        implementation: Their implementation (``"auto"``).
 
     Returns:
         The new ``keras.Model``.

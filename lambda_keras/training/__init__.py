@@ -1,6 +1,10 @@
-"""Training support behind the absl scripts in ``training/``: input pipelines (:mod:`.data`),
-the paper's recipes (:mod:`.recipes`), distribution strategies (:mod:`.distribute`), one training
-run (:mod:`.trainer`), serving export (:mod:`.serving`) and evaluation (:mod:`.evaluation`).
+"""Training support behind the absl scripts in ``training/``: input pipelines
+([`data`][lambda_keras.training.data]), the paper's recipes
+([`recipes`][lambda_keras.training.recipes]), distribution strategies
+([`distribute`][lambda_keras.training.distribute]), one training run
+([`trainer`][lambda_keras.training.trainer]), serving export
+([`serving`][lambda_keras.training.serving]) and evaluation
+([`evaluation`][lambda_keras.training.evaluation]).
 
 Training runs with Keras on TensorFlow or JAX; on both, the input pipelines are ``tf.data``, so
 TensorFlow must be installed (the ``[cpu]``, ``[jax]`` and ``[tpu]`` extras bring it).

@@ -3,8 +3,8 @@
 Keras 3's ``fit`` (and ``evaluate``) fail under ``MultiWorkerMirroredStrategy``: before the
 first step they ``strategy.reduce`` a whole input batch, a nested structure that the collective
 all-reduce cannot convert ("Attempt to convert a value (PerReplica)", keras-team/keras#20585).
-:func:`fit_with_strategy_run` does what ``fit`` does for the trainer, with the model's compiled
-loss and optimizer and the same arithmetic:
+[`fit_with_strategy_run`][lambda_keras.training.custom_loop.fit_with_strategy_run] does what ``fit``
+does for the trainer, with the model's compiled loss and optimizer and the same arithmetic:
 
 * the per-replica loss is the compiled loss (mean over the replica's batch) plus the model's
   regularisation losses, both divided by the number of replicas (the gradients are summed
@@ -14,7 +14,8 @@ loss and optimizer and the same arithmetic:
 * batch-norm moving statistics, per replica unless ``synchronized``, are averaged across the
   replicas at the end of every epoch, so that all workers hold the same model;
 * one input pipeline per worker (``distribute_datasets_from_function``, see
-  :func:`lambda_keras.training.data.make_dataset`'s ``input_context``);
+  [`lambda_keras.training.data.make_dataset`][lambda_keras.training.data.make_dataset]'s
+  ``input_context``);
 * fault tolerance: a ``tf.train.CheckpointManager`` checkpoint of the model, the optimizer and
   the epoch at the end of every epoch; a run started again with the same ``model_dir`` resumes
   after the last finished epoch. Every worker restores the chief's checkpoint (``model_dir``
@@ -61,7 +62,8 @@ def fit_with_strategy_run(
         strategy: the strategy whose scope holds the model's variables.
         dataset_fn: ``input_context -> tf.data.Dataset`` of per-replica batches
             ``(images [b, h, w, c], one-hot labels [b, classes])``, repeated.
-        epochs, steps_per_epoch: the run's length; on restart it continues to the same end.
+        epochs: The run's length in epochs; on restart it continues to the same end.
+        steps_per_epoch: Steps in each epoch.
         model_dir: ``backup/`` checkpoints, ``checkpoint.keras``, ``log.csv`` and
             ``tensorboard/train``.
         verbose: 0 silent, otherwise one line per epoch.

@@ -2,15 +2,18 @@
 
 Sources yield ``(image uint8 [h, w, 3], label int32)`` pairs:
 
-* :func:`digits_source` — scikit-learn's 1,797 real 8x8 handwritten digits (shipped inside the
-  scikit-learn wheel: no download), upsampled so the models' /32 downsampling fits;
-* :func:`folder_source` — ``root/<class>/*.jpg|png`` (class names sorted);
-* :func:`tfds_source` — any TFDS image-classification builder by name, with ``data_dir`` and
-  ``manual_dir`` (ImageNet needs its archives in ``manual_dir``).
+* [`digits_source`][lambda_keras.training.data.digits_source] — scikit-learn's 1,797 real 8x8
+  handwritten digits (shipped inside the scikit-learn wheel: no download), upsampled so the models'
+  /32 downsampling fits;
+* [`folder_source`][lambda_keras.training.data.folder_source] — ``root/<class>/*.jpg|png`` (class
+  names sorted);
+* [`tfds_source`][lambda_keras.training.data.tfds_source] — any TFDS image-classification builder by
+  name, with ``data_dir`` and ``manual_dir`` (ImageNet needs its archives in ``manual_dir``).
 
-:func:`make_dataset` turns a source into batches for ``model.fit``: random-resized crop and flip
-(training) or centre crop (evaluation), optional RandAugment, ImageNet normalisation, one-hot
-labels, optional MixUp/CutMix, batching by the global batch size, ``AUTOTUNE`` parallelism and
+[`make_dataset`][lambda_keras.training.data.make_dataset] turns a source into batches for
+``model.fit``: random-resized crop and flip (training) or centre crop (evaluation), optional
+RandAugment, ImageNet normalisation, one-hot labels, optional MixUp/CutMix, batching by the global
+batch size, ``AUTOTUNE`` parallelism and
 prefetch. Every augmentation runs in ``tf.data``, never in the model (TPUs cannot compile it).
 """
 
@@ -88,8 +91,9 @@ def digits_split(split: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
-    """:func:`digits_split` as a source: the 8x8 images (values 0..16) scaled to 0..255,
-    upsampled to ``image_size`` (nearest neighbour) and repeated over 3 channels."""
+    """[`digits_split`][lambda_keras.training.data.digits_split] as a source: the 8x8 images (values
+    0..16) scaled to 0..255, upsampled to ``image_size`` (nearest neighbour) and repeated over 3
+    channels."""
     v.positive_int("image_size", image_size)
     images, labels = digits_split(split, seed)
     images = np.round(images * (255.0 / 16.0)).astype("uint8")
@@ -267,8 +271,8 @@ def _check_dataset_arguments(
     cutmix_alpha,
     shuffle_buffer,
 ) -> None:
-    """:func:`make_dataset`'s arguments, before a pipeline is built (a bad value would fail in
-    a map function at the first batch, or not at all)."""
+    """[`make_dataset`][lambda_keras.training.data.make_dataset]'s arguments, before a pipeline is
+    built (a bad value would fail in a map function at the first batch, or not at all)."""
     v.positive_int("image_size", image_size)
     v.positive_int("global_batch_size", global_batch_size)
     check_crop_fraction(crop_fraction)

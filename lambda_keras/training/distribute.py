@@ -1,6 +1,6 @@
-"""Where a run's steps execute: a ``tf.distribute`` strategy on TensorFlow, a
-``keras.distribution`` on JAX (:mod:`.data_parallel`), picked by name with errors that name the
-flag to fix; which process of a run writes its files."""
+"""Where a run's steps execute: a ``tf.distribute`` strategy on TensorFlow, a ``keras.distribution``
+on JAX ([`data_parallel`][lambda_keras.training.data_parallel]), picked by name with errors that
+name the flag to fix; which process of a run writes its files."""
 
 from __future__ import annotations
 
@@ -101,7 +101,8 @@ def make_placement(
 ) -> Placement:
     """The strategy (TensorFlow) or distribution (JAX) of a run; call before any other op.
 
-    The multi-host arguments are JAX's (:func:`.data_parallel.initialize_hosts`); TensorFlow's
+    The multi-host arguments are JAX's
+    ([`initialize_hosts`][lambda_keras.training.data_parallel.initialize_hosts]); TensorFlow's
     multi-worker runs read ``TF_CONFIG``.
     """
     backend = keras.backend.backend()

@@ -37,8 +37,8 @@ def evaluate(
     ``serve_images`` signature, one image at a time (its graph does the preprocessing).
 
     Returns:
-        ``top1``, ``top5``, ``examples`` (the images scored) and ``skipped`` (damaged or
-        truncated files of the split left out, :attr:`Source.skipped`).
+        ``top1``, ``top5``, ``examples`` (the images scored) and ``skipped`` (damaged or truncated
+        files of the split left out, ``Source.skipped``).
     """
     result = _scores(model_path, source, image_size, batch_size, crop_fraction)
     return {**result, "skipped": len(source.skipped)}

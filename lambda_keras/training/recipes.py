@@ -3,16 +3,17 @@
 * ``90ep`` — SGD with momentum 0.9, learning rate ``0.1 * B / 256`` reached by a linear warm-up
   over 5 epochs then cosine decay, L2 1e-4 on the kernels, label smoothing 0.1, an exponential
   moving average of the weights (0.9999) and batch-norm decay 0.9999, as stated in App. F.3.
-* ``350ep`` — the same with L2 4e-5, RandAugment (2 ops) and the dropout and stochastic depth
-  rates of Table 20 for the model's depth and image size, read from the zoo registry's
-  metadata (:meth:`lambda_keras.zoo.ModelInfo.table20_row`).
+* ``350ep`` — the same with L2 4e-5, RandAugment (2 ops) and the dropout and stochastic depth rates
+  of Table 20 for the model's depth and image size, read from the zoo registry's metadata
+  ([`lambda_keras.zoo.ModelInfo.table20_row`][lambda_keras.zoo.ModelInfo.table20_row]).
 
 Runs shorter than the averages themselves (0.9999 averages over ~10,000 steps; the digits demo
 has 660) cannot use them: there the weight EMA and batch-norm decays are capped at
 ``1 - 10 / total_steps``, an average over the last tenth of the run (reported by
-:func:`describe`; with a cap of half the run the demo's accuracy fell from 98.6% to 35%, the
-averages lagging behind the weights). Runs at least as long as the average, such as the paper's
-(90 ImageNet epochs at batch 4096: 28,080 steps), keep the stated values.
+[`describe`][lambda_keras.training.recipes.describe]; with a cap of half the run the demo's accuracy
+fell from 98.6% to 35%, the averages lagging behind the weights). Runs at least as long as the
+average, such as the paper's (90 ImageNet epochs at batch 4096: 28,080 steps), keep the stated
+values.
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@ again with the same ``model_dir`` while a backup of an unfinished run is there
 (``<model_dir>/backup``), the settings must be the same: a backup made with another model,
 width, data set, batch size or schedule either cannot be loaded (before, a raw Keras error
 listing every layer that "could not be loaded") or would continue a different run silently.
-:func:`check_resume` refuses it with an error naming each setting that differs, before any model
-is built, and leaves the backup as it is.
+[`check_resume`][lambda_keras.training.resume.check_resume] refuses it with an error naming each
+setting that differs, before any model is built, and leaves the backup as it is.
 
-The backup itself is :class:`AtomicBackupAndRestore`: Keras' ``BackupAndRestore`` writing each
-file whole or not at all, so a run killed while it saves resumes from the save before.
+The backup itself is
+[`AtomicBackupAndRestore`][lambda_keras.training.resume.AtomicBackupAndRestore]: Keras'
+``BackupAndRestore`` writing each file whole or not at all, so a run killed while it saves resumes
+from the save before.
 """
 
 from __future__ import annotations

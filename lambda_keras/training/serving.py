@@ -9,7 +9,8 @@ client sends raw pixels or files. Signatures:
 Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batch]``.
 
 The serving graph is TensorFlow's: with Keras on another backend (JAX, PyTorch), a model is exported
-through a ``.keras`` file by a TensorFlow-backend process (:func:`export_keras_file`).
+through a ``.keras`` file by a TensorFlow-backend process
+([`export_keras_file`][lambda_keras.training.serving.export_keras_file]).
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def export_for_serving(
 ) -> str:
     """Write ``model`` with the two serving signatures to ``path``; returns ``path``.
 
-    With Keras on another backend than TensorFlow, the model is saved to a temporary ``.keras``
-    file that a TensorFlow-backend process exports (:func:`export_keras_file`): its layers must
-    be registered serializable there (every ``lambda_keras`` layer is).
+    With Keras on another backend than TensorFlow, the model is saved to a temporary ``.keras`` file
+    that a TensorFlow-backend process exports
+    ([`export_keras_file`][lambda_keras.training.serving.export_keras_file]): its layers must be
+    registered serializable there (every ``lambda_keras`` layer is).
     """
     if not isinstance(model, keras.Model):
         raise TypeError(f"`model` must be a keras.Model; received {type(model).__name__}.")
@@ -81,7 +83,8 @@ def export_for_serving(
 def export_keras_file(
     keras_path: str, path: str, image_size: int, crop_fraction: float = 0.875
 ) -> str:
-    """:func:`export_for_serving` of the model in the ``.keras`` file ``keras_path``, from any
+    """[`export_for_serving`][lambda_keras.training.serving.export_for_serving] of the model in the
+    ``.keras`` file ``keras_path``, from any
     Keras backend: in this process on TensorFlow, else in a child process running Keras on
     TensorFlow (the file is backend-neutral). Returns ``path``.
 

@@ -1,8 +1,10 @@
 """One training run: data, model, recipe, strategy, fault-tolerant ``fit``, evaluation, export.
 
-``training/train.py`` maps its absl flags onto :class:`TrainConfig` and calls :func:`train`.
-Keras runs on TensorFlow (``tf.distribute`` strategies) or on JAX (``keras.distribution``, the
-TPU path); the input pipeline is ``tf.data`` on both.
+``training/train.py`` maps its absl flags onto
+[`TrainConfig`][lambda_keras.training.trainer.TrainConfig] and calls
+[`train`][lambda_keras.training.trainer.train]. Keras runs on TensorFlow (``tf.distribute``
+strategies) or on JAX (``keras.distribution``, the TPU path); the input pipeline is ``tf.data`` on
+both.
 """
 
 from __future__ import annotations
@@ -173,16 +175,16 @@ def build_model(config: TrainConfig, num_classes: int, recipe: recipes.Recipe) -
 def train(config: TrainConfig) -> dict:
     """Train, evaluate and export.
 
-    ``loop="fit"`` trains with ``model.fit``; ``loop="custom"`` with
-    :func:`~lambda_keras.training.custom_loop.fit_with_strategy_run` (a ``strategy.run`` loop,
-    one input pipeline per worker), which ``auto`` picks for ``MultiWorkerMirroredStrategy``
-    (Keras 3's ``fit`` fails under it). Either way, a run killed at any point and started again
+    ``loop="fit"`` trains with ``model.fit``; ``loop="custom"`` with ``fit_with_strategy_run`` (a
+    ``strategy.run`` loop, one input pipeline per worker), which ``auto`` picks for
+    ``MultiWorkerMirroredStrategy`` (Keras 3's ``fit`` fails under it). Either way, a run killed at
+    any point and started again
     with the same ``model_dir`` resumes from its last end-of-epoch backup
     (``keras.callbacks.BackupAndRestore`` or a ``tf.train`` checkpoint) and ends at the same
     step. Its settings must be the same then, but for ``RESUMABLE_CHANGES`` (where the files
-    are, what is printed or exported, the strategy): another model, data set, batch size or
-    schedule is a ``ValueError`` naming each difference, raised before a model is built, and
-    the backup stays (:mod:`lambda_keras.training.resume`). ``sync_batch_norm`` computes
+    are, what is printed or exported, the strategy): another model, data set, batch size or schedule
+    is a ``ValueError`` naming each difference, raised before a model is built, and the backup stays
+    ([`lambda_keras.training.resume`][lambda_keras.training.resume]). ``sync_batch_norm`` computes
     batch statistics over the global batch (all replicas); ``deterministic`` keeps the input
     pipeline's order fixed for a seed.
 
@@ -387,7 +389,8 @@ def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback
 
 
 def _train_fit(config, model, placement: Placement, inputs: _Inputs, epochs, steps_per_epoch):
-    """``model.fit`` (under the run's strategy or distribution) with :func:`_fit_callbacks`."""
+    """``model.fit`` (under the run's strategy or distribution) with
+    [`_fit_callbacks`][lambda_keras.training.trainer._fit_callbacks]."""
     start = time.perf_counter()
     model.fit(
         inputs.train_dataset(),

@@ -1,16 +1,18 @@
 """The model zoo: builders with the ``keras.applications`` signature, a registry, FLOPs.
 
 * LambdaResNets and their -C4 variants (paper Table 19): ``LambdaResNet50`` ...
-  ``LambdaResNet420C4`` in :mod:`.lambda_resnet`; their ResNet-RS baselines ``ResNetRS50`` ...
-  ``ResNetRS420`` in :mod:`.resnet_rs`; the family's spec table and body in :mod:`.resnet_family`.
+  ``LambdaResNet420C4`` in [`lambda_resnet`][lambda_keras.zoo.lambda_resnet]; their ResNet-RS
+  baselines ``ResNetRS50`` ... ``ResNetRS420`` in [`resnet_rs`][lambda_keras.zoo.resnet_rs]; the
+  family's spec table and body in [`resnet_family`][lambda_keras.zoo.resnet_family].
 * ``ResNet50(layout="CCLL")``: the vanilla ResNet-50 placement study (Tables 3, 8, 12).
 * ``MobileNetV2`` and ``LambdaMobileNetV2`` (App. E.4.2, Table 17).
 * ``LambdaResNet26T``, ``LambdaResNet26RPT256``, ``LambdaResNet50TS``: Keras ports of timm's
-  ImageNet LambdaResNets, with ``weights="imagenet"`` (:mod:`.timm_lambda_resnet`; timm's
-  checkpoints map through :mod:`.timm_checkpoint`, the command line is :mod:`.convert_timm`).
+  ImageNet LambdaResNets, with ``weights="imagenet"``
+  ([`timm_lambda_resnet`][lambda_keras.zoo.timm_lambda_resnet]; timm's checkpoints map through
+  [`timm_checkpoint`][lambda_keras.zoo.timm_checkpoint], the command line is ``convert_timm``).
 
-* ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for
-  detection (:mod:`.pyramid_backbone`).
+* ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for detection
+  ([`pyramid_backbone`][lambda_keras.zoo.pyramid_backbone]).
 
 Every builder is registered by name (``list_models()``, ``get_model(name)``,
 ``model_info(name)``).

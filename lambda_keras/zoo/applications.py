@@ -21,7 +21,8 @@ APPLICATION_ARGS_DOC = """
     Args:
         include_top: Whether to include the classifier (global pooling, dropout, dense).
         weights: ``None`` (random initialisation), a registered weights name (see
-            :func:`lambda_keras.zoo.weights.registered_weights`) or the path to a
+            [`lambda_keras.zoo.weights.registered_weights`][lambda_keras.zoo.weights.registered_weights])
+            or the path to a
             ``.weights.h5`` file.
         input_tensor: Optional Keras tensor to use as the image input.
         input_shape: ``(height, width, 3)``, at least 32x32; default ``(224, 224, 3)``.

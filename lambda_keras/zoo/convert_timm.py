@@ -16,7 +16,7 @@ The conversion is strict: every tensor of the checkpoint is used exactly once an
 of the Keras model is set exactly once. A checkpoint of another model, a missing or unexpected
 tensor or a shape mismatch is a ``ValueError`` naming the tensor, and nothing is written.
 
-How timm's tensors map: :mod:`lambda_keras.zoo.timm_checkpoint`.
+How timm's tensors map: [`lambda_keras.zoo.timm_checkpoint`][lambda_keras.zoo.timm_checkpoint].
 """
 
 from __future__ import annotations
@@ -49,13 +49,14 @@ def _family(model_name: str) -> str:
 
 def keras_weights(state: dict[str, np.ndarray], model_name: str) -> dict[str, np.ndarray]:
     """timm state dict of ``model_name`` -> ``{keras weight path: array}``
-    (:func:`lambda_keras.zoo.timm_checkpoint.keras_weights`)."""
+    ([`lambda_keras.zoo.timm_checkpoint.keras_weights`][lambda_keras.zoo.timm_checkpoint.keras_weights])."""
     return timm_checkpoint.keras_weights(state, _family(model_name))
 
 
 def assign_checkpoint(model: keras.Model, state: dict[str, np.ndarray], model_name: str) -> None:
     """Set every weight of ``model`` (a timm port built as ``model_name``) from ``state``
-    (:func:`lambda_keras.zoo.timm_checkpoint.assign_checkpoint`: strict, names the tensor)."""
+    ([`lambda_keras.zoo.timm_checkpoint.assign_checkpoint`][lambda_keras.zoo.timm_checkpoint.assign_checkpoint]:
+    strict, names the tensor)."""
     timm_checkpoint.assign_checkpoint(model, state, _family(model_name), model_name)
 
 
@@ -63,7 +64,8 @@ def convert(model_name: str, checkpoint: str | os.PathLike, output: str | os.Pat
     """Convert ``checkpoint`` (timm's ``model_name``) to the Keras weights file ``output``.
 
     Args:
-        model_name: The zoo's name (:data:`MODELS`) or timm's (``resnetrs50``, :data:`TIMM_NAMES`).
+        model_name: The zoo's name ([`MODELS`][lambda_keras.zoo.convert_timm.MODELS]) or timm's
+            (``resnetrs50``, [`TIMM_NAMES`][lambda_keras.zoo.convert_timm.TIMM_NAMES]).
 
     Returns:
         ``output``. Written only when the whole checkpoint converted (atomically).

@@ -3,7 +3,7 @@
 The 3x3 convs of the Table 19 blocks of c4 and of every c5 block are lambda layers (|k|=16,
 |h|=4, |u|=1, scope 23x23) followed by a 3x3 average pool of stride 2 where the block
 downsamples; the ``-C4`` variants use lambda layers in all of c4 and c5. The architecture table
-(blocks, Table 19 placements, Table 20 regularisation) is :data:`lambda_keras.zoo.resnet_rs.DEPTHS`.
+(blocks, Table 19 placements, Table 20 regularisation) is ``lambda_keras.zoo.resnet_rs.DEPTHS``.
 
 Squeeze-and-excitation in LambdaResNets: the paper removes SE from the blocks that hold a
 lambda layer. Its parameter counts (Table 13: LambdaResNet-101 36.9M, -101-C4 26.0M, -152 51.4M,

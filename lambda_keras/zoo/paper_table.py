@@ -2,8 +2,8 @@
 
 Prints a Markdown table (the one in docs/zoo.md) of the paper's figures next to the models as
 built here. Parameters are trainable parameters (batch-norm moving statistics are buffers, not
-parameters, as in the paper's frameworks); FLOPs follow :mod:`lambda_keras.zoo.flops` at
-224x224.
+parameters, as in the paper's frameworks); FLOPs follow
+[`lambda_keras.zoo.flops`][lambda_keras.zoo.flops] at 224x224.
 """
 
 from __future__ import annotations

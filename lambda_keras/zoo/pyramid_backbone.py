@@ -248,8 +248,9 @@ class ResNetRSBackbone(_PyramidBackbone):
         depth: 50, 101, 152, 200, 270, 350 or 420.
         se: Squeeze-and-excitation in every block (ResNet-RS; timm's ImageNet weights have it).
         input_shape, weights, batch_norm, stochastic_depth_rate, width_multiplier, name: As
-            :class:`LambdaResNetBackbone`; ``weights="imagenet"`` loads timm's
-            ``resnetrs<depth>.tf_in1k`` classifier without its head (converted on first use).
+            [`LambdaResNetBackbone`][lambda_keras.zoo.pyramid_backbone.LambdaResNetBackbone];
+            ``weights="imagenet"`` loads timm's ``resnetrs<depth>.tf_in1k`` classifier without its
+            head (converted on first use).
 
     Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5``, also
     ``pyramid_outputs``.

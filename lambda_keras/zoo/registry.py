@@ -1,11 +1,12 @@
 """Model registry, as in timm: ``@register_model``, ``list_models()`` and ``get_model()``.
 
 Every public builder of the zoo is a module-level ``def`` decorated with
-``@register_model("registry_name", ...)``. The decorator records a :class:`ModelInfo` — the
-builder, the frozen architecture record it reads and the paper's Table 20 regularisation of its
-depth — and completes the builder's docstring with its family's shared argument documentation
-(as ``keras.applications`` does). The registry fills up when :mod:`lambda_keras.zoo` is
-imported, which importing any of its modules does first.
+``@register_model("registry_name", ...)``. The decorator records a
+[`ModelInfo`][lambda_keras.zoo.registry.ModelInfo] — the builder, the frozen architecture record it
+reads and the paper's Table 20 regularisation of its depth — and completes the builder's docstring
+with its family's shared argument documentation (as ``keras.applications`` does). The registry fills
+up when [`lambda_keras.zoo`][lambda_keras.zoo] is imported, which importing any of its modules does
+first.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ class ModelInfo:
 
     Attributes:
         name: Registry name (``"lambda_resnet101"``).
-        builder: The builder function, e.g. :func:`lambda_keras.zoo.LambdaResNet101`.
+        builder: The builder function, e.g.
+            [`lambda_keras.zoo.LambdaResNet101`][lambda_keras.zoo.LambdaResNet101].
         spec: The frozen architecture record the builder reads, or None when the builder's
             arguments are the whole architecture.
         table20: The paper's Table 20 rows for the model's depth, by image size; empty for
@@ -107,7 +109,7 @@ def list_models(pattern: str = "*") -> list[str]:
 
 
 def model_info(name: str) -> ModelInfo:
-    """The :class:`ModelInfo` registered as ``name``.
+    """The [`ModelInfo`][lambda_keras.zoo.registry.ModelInfo] registered as ``name``.
 
     Raises:
         ValueError: ``name`` is not registered (the message suggests close names).

@@ -1,7 +1,8 @@
 """Building blocks of the ResNet family: stems, bottlenecks with a conv or a lambda layer, SE.
 
-Functional-API helpers (tensor in, tensor out) used by :mod:`lambda_keras.zoo.lambda_resnet`
-and :mod:`lambda_keras.zoo.hybrid_resnet50`. Channels last throughout.
+Functional-API helpers (tensor in, tensor out) used by
+[`lambda_keras.zoo.lambda_resnet`][lambda_keras.zoo.lambda_resnet] and
+[`lambda_keras.zoo.hybrid_resnet50`][lambda_keras.zoo.hybrid_resnet50]. Channels last throughout.
 """
 
 from __future__ import annotations

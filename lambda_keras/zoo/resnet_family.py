@@ -1,15 +1,16 @@
-"""The ResNet family the paper builds on (Bello et al., 2021, "Revisiting ResNets"): its spec
-table, its body and the shared builder. ResNet-RS (:mod:`lambda_keras.zoo.resnet_rs`) and the
-LambdaResNets (:mod:`lambda_keras.zoo.lambda_resnet`) are the same networks, the latter with
-lambda layers in some blocks; both read the one table below.
+"""The ResNet family the paper builds on (Bello et al., 2021, "Revisiting ResNets"): its spec table,
+its body and the shared builder. ResNet-RS
+([`lambda_keras.zoo.resnet_rs`][lambda_keras.zoo.resnet_rs]) and the LambdaResNets
+([`lambda_keras.zoo.lambda_resnet`][lambda_keras.zoo.lambda_resnet]) are the same networks, the
+latter with lambda layers in some blocks; both read the one table below.
 
 ResNet-D stem with the max-pool replaced by a strided 3x3 conv, ResNet-D projection shortcuts,
 squeeze-and-excitation (ratio 0.25), zero-initialised last batch-norm gamma of each block,
 stochastic depth and dropout.
 
-:data:`DEPTHS` holds, for each depth, the block allocation (He et al., 2016; Bello et al.,
-2021), the c4 blocks that hold a lambda layer (paper Table 19) and the 350-epoch regularisation
-(paper Table 20). :data:`SPECS` derives one frozen :class:`ResNetRSSpec` per registered model.
+``DEPTHS`` holds, for each depth, the block allocation (He et al., 2016; Bello et al., 2021), the c4
+blocks that hold a lambda layer (paper Table 19) and the 350-epoch regularisation (paper Table 20).
+``SPECS`` derives one frozen ``ResNetRSSpec`` per registered model.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class ResNetRSSpec:
     Attributes:
         name: Registry name (``"lambda_resnet101_c4"``).
         title: Name in the paper (``"LambdaResNet-101-C4"``).
-        depth: Its :class:`ResNetRSDepth`.
+        depth: Its [`ResNetRSDepth`][lambda_keras.zoo.resnet_family.ResNetRSDepth].
         lambda_blocks: Per stage c2..c5, the 1-indexed blocks whose 3x3 conv is a lambda layer.
     """
 
@@ -121,7 +122,8 @@ class ResNetRSSpec:
         """Per stage, whether its convolutional blocks use squeeze-and-excitation.
 
         The paper's Table 13 counts are matched with SE only in the stages without lambda layers
-        (see :mod:`lambda_keras.zoo.lambda_resnet`); a block with a lambda layer never has SE.
+        (see [`lambda_keras.zoo.lambda_resnet`][lambda_keras.zoo.lambda_resnet]); a block with a
+        lambda layer never has SE.
         """
         return tuple(se and (se_in_lambda_stages or not blocks) for blocks in self.lambda_blocks)
 

@@ -1,5 +1,6 @@
 """ResNet-RS (Bello et al., 2021): the ``ResNetRS50`` ... ``ResNetRS420`` builders and timm's
-ImageNet weights for them. The family's spec table and body: :mod:`.resnet_family`.
+ImageNet weights for them. The family's spec table and body:
+[`resnet_family`][lambda_keras.zoo.resnet_family].
 """
 
 from __future__ import annotations

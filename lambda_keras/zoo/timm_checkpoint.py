@@ -1,15 +1,16 @@
 """timm checkpoints -> Keras weights: the pure tensor mapping, with no model module imported.
 
-Two of timm's model classes are ported (:mod:`lambda_keras.zoo.timm_lambda_resnet`,
-:mod:`lambda_keras.zoo.resnet_rs`); a checkpoint's *family* names the class whose module names
-it holds:
+Two of timm's model classes are ported
+([`lambda_keras.zoo.timm_lambda_resnet`][lambda_keras.zoo.timm_lambda_resnet],
+[`lambda_keras.zoo.resnet_rs`][lambda_keras.zoo.resnet_rs]); a checkpoint's *family* names the class
+whose module names it holds:
 
 * ``"byobnet"``: timm's ``ByobNet`` LambdaResNets (``lambda_resnet26t`` ...);
 * ``"resnet"``: timm's ``ResNet`` with a deep stem, average-pool shortcuts and SE (``resnetrs*``).
 
 Which family a zoo architecture is, is recorded where its weights are registered
-(:func:`lambda_keras.zoo.weights.register_timm_weights`). The command line is
-:mod:`lambda_keras.zoo.convert_timm`.
+([`lambda_keras.zoo.weights.register_timm_weights`][lambda_keras.zoo.weights.register_timm_weights]).
+The command line is ``lambda_keras.zoo.convert_timm``.
 
 How timm's tensors map (PyTorch is channels first, Keras channels last):
 

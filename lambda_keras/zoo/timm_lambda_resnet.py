@@ -20,9 +20,9 @@ and the architecture here follows timm exactly, so that timm's weights give timm
 Hub, checked by the strongest rule that can be cited for it
 ([lambda_keras.zoo.integrity][lambda_keras.zoo.integrity]), converted
 ([lambda_keras.zoo.timm_checkpoint][lambda_keras.zoo.timm_checkpoint]) and cached once.
-The images these weights expect: :func:`preprocess_input` (ImageNet mean/std) after the
-evaluation resize and crop of :func:`eval_image` (bicubic, shorter side to
-``size / crop_fraction``, centre crop).
+The images these weights expect:
+``preprocess_input`` (ImageNet mean/std) after the evaluation resize and crop of ``eval_image``
+(bicubic, shorter side to ``size / crop_fraction``, centre crop).
 """
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ for _spec in SPECS.values():
 
 
 def eval_image(image, spec_or_name: TimmLambdaResNetSpec | str):
-    """timm's evaluation transform for the model's weights, before :func:`preprocess_input`.
+    """timm's evaluation transform for the model's weights, before ``preprocess_input``.
 
     Bicubic (antialiased) resize of the shorter side to ``image_size / crop_fraction``, centre
     crop to ``image_size``, float32 in ``[0, 255]``.

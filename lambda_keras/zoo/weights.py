@@ -60,7 +60,7 @@ _REGISTRY: dict[str, WeightsSpec] = {}
 # and the modules it needs (checked before anything is downloaded).
 _CONVERTERS: dict[str, tuple[Callable[[keras.Model, str, WeightsSpec], None], tuple[str, ...]]] = {}
 # Zoo architecture -> the timm model class its timm checkpoints come from
-# (:data:`lambda_keras.zoo.timm_checkpoint.FAMILIES`).
+# ([`lambda_keras.zoo.timm_checkpoint.FAMILIES`][lambda_keras.zoo.timm_checkpoint.FAMILIES]).
 _TIMM_FAMILIES: dict[str, str] = {}
 # Where fetched files go: None is the Keras cache (``$KERAS_HOME``, default ``~/.keras``),
 # under ``lambda_keras/``.
@@ -172,7 +172,8 @@ def resolve_weights(weights: str | None, architecture: str) -> WeightsSpec | str
     """Check a builder's ``weights`` argument.
 
     Returns:
-        ``None``, a :class:`WeightsSpec` (a registered name) or a path to an existing file.
+        ``None``, a [`WeightsSpec`][lambda_keras.zoo.weights.WeightsSpec] (a registered name) or a
+        path to an existing file.
 
     Raises:
         ValueError: unknown name (the message lists the known ones), weights registered for

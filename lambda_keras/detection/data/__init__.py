@@ -1,7 +1,9 @@
 """Detection data and evaluation, apart from the model: COCO-format files into ``tf.data``
-(:mod:`.coco`), labelme folders into COCO annotations (:mod:`.labelme`), the generated shapes set
-(:mod:`.shapes`) and pycocotools' COCOeval (:mod:`.coco_eval`). Reading data needs TensorFlow
-(``tf.data``) and pycocotools (the ``[detection]`` extra)."""
+([`coco`][lambda_keras.detection.data.coco]), labelme folders into COCO annotations
+([`labelme`][lambda_keras.detection.data.labelme]), the generated shapes set
+([`shapes`][lambda_keras.detection.data.shapes]) and pycocotools' COCOeval
+([`coco_eval`][lambda_keras.detection.data.coco_eval]). Reading data needs TensorFlow (``tf.data``)
+and pycocotools (the ``[detection]`` extra)."""
 
 from lambda_keras.backend.requirements import require_tensorflow
 

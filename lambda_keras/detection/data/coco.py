@@ -3,7 +3,7 @@
 Rules (each applied before anything is traced, with the file and annotation id named):
 
 * Category ids are mapped to contiguous labels ``0..C-1`` in increasing id order
-  (:attr:`CocoSource.category_ids` maps back). An annotation whose ``category_id`` is not in
+  (``CocoSource.category_ids`` maps back). An annotation whose ``category_id`` is not in
   ``categories`` is an error.
 * ``iscrowd`` regions are not trained on (a missing ``iscrowd`` means 0); they stay in the JSON
   for ``COCOeval``, which ignores detections on them.
@@ -53,7 +53,8 @@ class CocoSource:
     """A validated COCO-format data set.
 
     Attributes:
-        annotations_file, image_folder: Where it lives.
+        annotations_file: The COCO annotations JSON.
+        image_folder: The folder of its images.
         coco: The ``pycocotools.coco.COCO`` index (for evaluation).
         category_ids: Label -> COCO category id.
         class_names: Label -> category name.

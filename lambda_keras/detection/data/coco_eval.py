@@ -22,6 +22,7 @@ from lambda_keras.detection.data.coco import CocoSource, make_dataset
 __all__ = ["METRICS", "coco_results", "evaluate"]
 
 METRICS = ("AP", "AP50", "AP75", "AP_S", "AP_M", "AP_L")
+"""The names of COCOeval's first six numbers (box or mask), in its order."""
 
 
 def coco_results(model, source: CocoSource, *, image_size: int, batch_size: int = 8) -> list:

@@ -1,5 +1,5 @@
 """labelme annotation folders -> COCO-format annotations (then every rule of
-:mod:`lambda_keras.detection.data.coco` applies).
+[`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco] applies).
 
 labelme writes one JSON file per image: ``{"shapes": [{"label", "points", "shape_type",
 "group_id", ...}], "imagePath", "imageHeight", "imageWidth", ...}``. Here:
@@ -35,6 +35,7 @@ import numpy as np
 __all__ = ["PREFIX", "folder_labels", "labelme_to_coco", "skipped_summary", "write_coco"]
 
 PREFIX = "labelme:"
+"""How a training flag names a labelme folder instead of a COCO file (``labelme:<folder>``)."""
 AREA_TYPES = ("polygon", "rectangle", "circle", "mask")
 LINE_TYPES = ("point", "line", "linestrip", "points")
 
@@ -102,7 +103,8 @@ def labelme_to_coco(
         labels: The categories in order (ids 1, 2, ...); default the folder's labels, sorted.
         skip_shape_types: Shape types to leave out instead of refusing them, e.g.
             ``("line", "point")``. What was left out is in ``info["skipped_shapes"]``:
-            ``{type: {"shapes": count, "files": count}}`` (:func:`skipped_summary`).
+            ``{type: {"shapes": count, "files": count}}``
+            ([`skipped_summary`][lambda_keras.detection.data.labelme.skipped_summary]).
     """
     folder = Path(folder)
     files = _json_files(folder)
@@ -147,8 +149,9 @@ def labelme_to_coco(
 
 
 def skipped_summary(data: dict) -> str:
-    """What :func:`labelme_to_coco` left out, e.g. ``"skipped 3 'line' shape(s) in 2
-    file(s), 1 'point' shape(s) in 1 file(s)"``; ``"skipped no shapes"`` when nothing was."""
+    """What [`labelme_to_coco`][lambda_keras.detection.data.labelme.labelme_to_coco] left out, e.g.
+    ``"skipped 3 'line' shape(s) in 2 file(s), 1 'point' shape(s) in 1 file(s)"``; ``"skipped no
+    shapes"`` when nothing was."""
     skipped = data.get("info", {}).get("skipped_shapes", {})
     if not skipped:
         return "skipped no shapes"
@@ -261,7 +264,8 @@ def write_coco(
     labels: list[str] | None = None,
     skip_shape_types: str | tuple[str, ...] | list[str] = (),
 ) -> Path:
-    """Write :func:`labelme_to_coco`'s annotations for ``folder`` to ``output``; returns it."""
+    """Write [`labelme_to_coco`][lambda_keras.detection.data.labelme.labelme_to_coco]'s annotations
+    for ``folder`` to ``output``; returns it."""
     return _write(labelme_to_coco(folder, labels, skip_shape_types), output)
 
 

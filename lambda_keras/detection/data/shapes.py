@@ -24,6 +24,7 @@ CATEGORIES = (
     {"id": 3, "name": "ellipse"},
     {"id": 7, "name": "triangle"},
 )
+"""The synthetic data set's COCO categories (ids with gaps, as COCO's have)."""
 
 
 def write_shapes_dataset(

@@ -1,10 +1,11 @@
 """Detection ops others reuse, each tested alone: boxes, anchors, ROIAlign, NMS, masks.
 
 Box convention: ``(y1, x1, y2, x2)`` in absolute image pixels, an edge at 0 being the image's
-top/left edge (:mod:`.boxes`); ROIAlign's half-pixel rule is in :mod:`.roi_align`. Backend-neutral
-``keras.ops`` with static output sizes, usable inside Keras layers on JAX, TensorFlow and PyTorch,
-under ``jax.jit``, ``tf.distribute`` and ``jit_compile=True`` (on TensorFlow, :func:`nms` runs
-TensorFlow's own kernel; :mod:`.nms`).
+top/left edge ([boxes][lambda_keras.detection.ops.boxes]); ROIAlign's half-pixel rule is in
+[roi_pooling][lambda_keras.detection.ops.roi_pooling]. Backend-neutral ``keras.ops`` with static
+output sizes, usable inside Keras layers on JAX, TensorFlow and PyTorch, under ``jax.jit``,
+``tf.distribute`` and ``jit_compile=True`` (on TensorFlow, [`nms`][lambda_keras.detection.ops.nms]
+runs TensorFlow's own kernel: [suppression][lambda_keras.detection.ops.suppression]).
 """
 
 from lambda_keras.detection.ops.anchors import (
@@ -25,12 +26,12 @@ from lambda_keras.detection.ops.boxes import (
     to_coco,
 )
 from lambda_keras.detection.ops.masks import crop_masks, paste_masks, paste_masks_torchvision
-from lambda_keras.detection.ops.nms import batched_nms, greedy_nms, nms
-from lambda_keras.detection.ops.roi_align import (
+from lambda_keras.detection.ops.roi_pooling import (
     assign_pyramid_levels,
     multilevel_roi_align,
     roi_align,
 )
+from lambda_keras.detection.ops.suppression import batched_nms, greedy_nms, nms
 
 __all__ = [
     "BBOX_DELTA_CLIP",

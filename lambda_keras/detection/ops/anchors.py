@@ -1,5 +1,5 @@
 """Anchors of a feature pyramid (Faster R-CNN / FPN), in the box convention of
-:mod:`lambda_keras.detection.ops.boxes`.
+[`lambda_keras.detection.ops.boxes`][lambda_keras.detection.ops.boxes].
 
 Level ``l`` has stride ``2**l``; its anchors are centred on the centres of its cells,
 ``((i + 0.5) 2**l, (j + 0.5) 2**l)`` in image pixels (the half-pixel rule ROIAlign uses;
@@ -22,9 +22,10 @@ from lambda_keras.detection.ops.sizes import ceil_divide
 
 __all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors", "torchvision_anchors"]
 
-# Mask R-CNN with FPN (He et al., 2017): one size per level P2..P6, three aspect ratios.
 DEFAULT_SIZES = {2: 32.0, 3: 64.0, 4: 128.0, 5: 256.0, 6: 512.0}
+"""Anchor side (pixels) per pyramid level P2..P6 (Mask R-CNN with FPN, He et al., 2017)."""
 DEFAULT_ASPECT_RATIOS = (0.5, 1.0, 2.0)
+"""Anchor aspect ratios (height / width) at every level."""
 
 
 def pyramid_anchors(
@@ -36,7 +37,7 @@ def pyramid_anchors(
 
     Args:
         image_size: ``(height, width)``, multiples of the largest stride.
-        sizes: ``{level: anchor side}``; default :data:`DEFAULT_SIZES` (P2..P6).
+        sizes: ``{level: anchor side}``; default ``DEFAULT_SIZES`` (P2..P6).
         aspect_ratios: Heights over widths.
 
     Returns:
@@ -81,9 +82,10 @@ def torchvision_anchors(
     """torchvision's ``AnchorGenerator`` for images padded to ``padded_sizes`` inside a batch
     of ``canvas_size``.
 
-    torchvision's rule, unlike :func:`pyramid_anchors`: a cell's anchors are centred on its
-    top-left corner ``(i s, j s)``, their half-sides are rounded to whole pixels, and the
-    stride ``s`` of a level is ``padded_size // cells`` (64 for P6 only when the padded side is
+    torchvision's rule, unlike
+    [`pyramid_anchors`][lambda_keras.detection.ops.anchors.pyramid_anchors]: a cell's anchors are
+    centred on its top-left corner ``(i s, j s)``, their half-sides are rounded to whole pixels, and
+    the stride ``s`` of a level is ``padded_size // cells`` (64 for P6 only when the padded side is
     a multiple of 64; 800 pixels give P6 13 cells of stride 61). Each image has its own anchors;
     the cells of the canvas beyond an image's ``ceil(padded_size / 2**level)`` are not valid.
 
@@ -93,8 +95,9 @@ def torchvision_anchors(
             (a multiple of 32), at most ``canvas_size``.
 
     Returns:
-        ``(anchors, valid)``: ``{"P<level>": [batch, n_level, 4]}`` float32 boxes in the order
-        of :func:`pyramid_anchors`, and ``{"P<level>": [batch, n_level]}`` bool.
+        ``(anchors, valid)``: ``{"P<level>": [batch, n_level, 4]}`` float32 boxes in the order of
+        [`pyramid_anchors`][lambda_keras.detection.ops.anchors.pyramid_anchors], and ``{"P<level>":
+        [batch, n_level]}`` bool.
     """
     sizes = DEFAULT_SIZES if sizes is None else sizes
     height = v.positive_int("canvas_size[0]", canvas_size[0])

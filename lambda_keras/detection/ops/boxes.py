@@ -3,9 +3,10 @@
 **Box convention** (keras-hub's ``"yxyx"``): a box is ``(y1, x1, y2, x2)`` in absolute pixel
 coordinates of the image it lives on, as float32. Coordinates are continuous: pixel ``(i, j)``
 covers ``[i, i + 1) x [j, j + 1)``, its centre is ``(i + 0.5, j + 0.5)``, so a box edge at 0 is
-the top (left) edge of the image and the box ``(0, 0, H, W)`` is the whole ``H x W`` image. Size
-and area carry no ``+ 1``: ``height = y2 - y1``. COCO's ``[x, y, width, height]`` maps to
-``(y, x, y + height, x + width)`` (:func:`from_coco` / :func:`to_coco`).
+the top (left) edge of the image and the box ``(0, 0, H, W)`` is the whole ``H x W`` image. Size and
+area carry no ``+ 1``: ``height = y2 - y1``. COCO's ``[x, y, width, height]`` maps to ``(y, x, y +
+height, x + width)`` ([`from_coco`][lambda_keras.detection.ops.boxes.from_coco] /
+[`to_coco`][lambda_keras.detection.ops.boxes.to_coco]).
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ __all__ = [
     "to_coco",
 ]
 
-# The box coder weights of the second stage (Faster R-CNN's box head, Mask R-CNN's defaults):
-# deltas scaled by (10, 10, 5, 5) for (y, x, h, w). The RPN encodes with (1, 1, 1, 1).
 BOX_WEIGHTS = (10.0, 10.0, 5.0, 5.0)
+"""The box coder weights of the second stage (Faster R-CNN's box head, Mask R-CNN's defaults):
+deltas scaled by (10, 10, 5, 5) for (y, x, h, w). The RPN encodes with (1, 1, 1, 1)."""
 
-# Largest log-scale a decoded box may grow by (Detectron's log(1000 / 16)): exp() never overflows.
 BBOX_DELTA_CLIP = math.log(1000.0 / 16)
+"""Largest log-scale a decoded box may grow by (Detectron's log(1000 / 16)): ``exp()`` never
+overflows."""
 
 
 def box_area(boxes: Tensor) -> Tensor:
@@ -83,8 +85,8 @@ def encode_boxes(
     ``(1, 1, 1, 1)`` for the RPN and ``(10, 10, 5, 5)`` for the box head.
 
     Args:
-        boxes, anchors: ``[..., 4]`` boxes (broadcastable); the anchors must have positive
-            sizes, the boxes too (a zero-size box would encode to ``-inf``).
+        boxes: ``[..., 4]`` boxes of positive size (a zero-size box would encode to ``-inf``).
+        anchors: ``[..., 4]`` boxes of positive size, broadcastable against ``boxes``.
         weights: ``(wy, wx, wh, ww)``.
 
     Returns:
@@ -109,7 +111,8 @@ def encode_boxes(
 def decode_boxes(
     deltas: Tensor, anchors: Tensor, weights: tuple[float, float, float, float] = (1, 1, 1, 1)
 ) -> Tensor:
-    """The inverse of :func:`encode_boxes`: boxes from deltas relative to ``anchors``.
+    """The inverse of [`encode_boxes`][lambda_keras.detection.ops.boxes.encode_boxes]: boxes from
+    deltas relative to ``anchors``.
 
     The size deltas are clipped at ``BBOX_DELTA_CLIP`` (``log(1000 / 16)``) before ``exp``, as
     in Detectron and torchvision, so a wild prediction gives a large box, never ``inf``.

@@ -52,9 +52,10 @@ def _readable_boxes(boxes: tf.Tensor) -> tf.Tensor:
     (they are finite here).
 
     * An inverted box (``y2 < y1`` or ``x2 < x1``) overlaps nothing (IoU 0 with every box, as in
-      :func:`box_iou` and torchvision): it becomes the empty box at its first corner. Every box
-      then has ``y1 <= y2`` and ``x1 <= x2``, so TensorFlow is told the coordinates are
-      canonical (otherwise it reorders every box of the batch by the first box's order).
+      [`box_iou`][lambda_keras.detection.ops.box_iou] and torchvision): it becomes the empty box at
+      its first corner. Every box then has ``y1 <= y2`` and ``x1 <= x2``, so TensorFlow is told the
+      coordinates are canonical (otherwise it reorders every box of the batch by the first box's
+      order).
     * TensorFlow reads a box whose coordinates are all <= 0 as padding and never returns it:
       when any coordinate is <= 0 all boxes are shifted so that the smallest is 1 (IoU does
       not change under a shift). A box left out by the score threshold is made all zero after

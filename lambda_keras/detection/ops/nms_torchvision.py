@@ -4,7 +4,7 @@ contract promises (the boxes already ranked, finite and checked by ``nms``).
 
 The greedy ``keras.ops`` loop runs eagerly on PyTorch, a dozen small ops per kept box; the
 kernel is what torchvision's own detectors call. torchvision is not a dependency: without it,
-:func:`~lambda_keras.detection.ops.nms` runs the loop. Imported only on the PyTorch backend.
+[`nms`][lambda_keras.detection.ops.nms] runs the loop. Imported only on the PyTorch backend.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
-"""torchvision's Mask R-CNN, converted exactly: its ResNet-50 (:mod:`.resnet`), its rules as
-:class:`~lambda_keras.detection.MaskRCNN` settings and its COCO weights (:mod:`.mask_rcnn`),
-its checkpoints' tensor mapping (:mod:`.checkpoint`) and COCO's categories
-(:mod:`.categories`). The command line that converts a checkpoint is
-``python -m lambda_keras.detection.convert_torchvision``."""
+"""torchvision's Mask R-CNN, converted exactly: its ResNet-50 (``resnet``), its rules as
+[`MaskRCNN`][lambda_keras.detection.MaskRCNN] settings and its COCO weights (``mask_rcnn``), its
+checkpoints' tensor mapping (``checkpoint``) and COCO's categories (``categories``). The command
+line that converts a checkpoint is ``python -m lambda_keras.detection.convert_torchvision``."""
 
 from lambda_keras.detection.torchvision.mask_rcnn import (
     COCO_V2_WEIGHTS,

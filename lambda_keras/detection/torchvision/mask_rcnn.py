@@ -4,11 +4,13 @@
 What makes them torchvision's and not the project's own Mask R-CNN is data
 (``TORCHVISION_RULES``, ``TORCHVISION_V2_RULES``), passed to the one ``MaskRCNN``:
 
-* backbone: ResNet-50 v1.5 with frozen batch norm (:mod:`.resnet`); anchors on the cells'
-  corners with rounded sides (``anchor_rule="torchvision"``); ROIAlign without the half-pixel
-  shift (``roi_align_aligned=False``); proposals smaller than 1e-3 and detections smaller than
+* backbone: ResNet-50 v1.5 with frozen batch norm
+  ([`resnet`][lambda_keras.detection.torchvision.resnet]); anchors on the cells' corners with
+  rounded sides (``anchor_rule="torchvision"``); ROIAlign without the half-pixel shift
+  (``roi_align_aligned=False``); proposals smaller than 1e-3 and detections smaller than
   1e-2 pixels dropped; RPN 2000/2000 (train) and 1000/1000 (test) boxes before/after NMS;
-* input: torchvision's transform (:class:`~lambda_keras.detection.transform.TorchvisionTransform`:
+* input: torchvision's transform
+  ([`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform]:
   shorter side 800, longer at most 1333, each image padded to a multiple of 32; every map is
   zeroed beyond that part of a larger batch), so each image gives torchvision's detections for
   it alone, whatever the batch size (a static shape for XLA);
@@ -22,7 +24,7 @@ What makes them torchvision's and not the project's own Mask R-CNN is data
 
 Left as they are (training only): the mask targets are ROIAligned with the half-pixel rule
 (torchvision: ``aligned=False`` and adaptive sampling), and RoIs are sampled as in
-:mod:`lambda_keras.detection.targets`.
+[`lambda_keras.detection.targets`][lambda_keras.detection.targets].
 
 ``weights="coco"`` selects the weights registered as ``maskrcnn_resnet50_fpn_coco`` (v2:
 ``maskrcnn_resnet50_fpn_v2_coco``)
@@ -167,8 +169,8 @@ _BUILDER_DOC = """
 
     Returns:
         A built ``MaskRCNN``: images ``[batch, height, width, 3]`` (or ``{"images",
-        "image_sizes"}``) in, detections out; [detect][lambda_keras.detection.detect] serves a
-        photo of any size.
+        "image_sizes"}``) in, detections out; [detect][lambda_keras.detection.detect.detect]
+        serves a photo of any size.
 """
 
 
@@ -354,7 +356,8 @@ def _file_classes(resolved) -> int:
 
 
 def is_class_layer(variable) -> bool:
-    """Whether ``variable`` belongs to one of :data:`CLASS_LAYERS`."""
+    """Whether ``variable`` belongs to one of
+    [`CLASS_LAYERS`][lambda_keras.detection.torchvision.mask_rcnn.CLASS_LAYERS]."""
     return any(f"/{layer}/" in f"/{variable.path}" for layer in CLASS_LAYERS)
 
 

@@ -4,14 +4,15 @@
 (``maskrcnn_resnet50_fpn_v2``).
 
 Layer names are torchvision's module names with ``_`` for ``.`` (``layer2_0_conv2``,
-``layer2_0_downsample_0``), so that :mod:`lambda_keras.detection.convert_torchvision` maps a
+``layer2_0_downsample_0``), so that
+[`lambda_keras.detection.convert_torchvision`][lambda_keras.detection.convert_torchvision] maps a
 checkpoint one tensor to one weight. Channels last; the stride sits on the 3x3 convolution
 (v1.5); padding is PyTorch's (symmetric, explicit where Keras' ``"same"`` would differ).
 
 The model takes ``{"images": [b, H, W, 3] normalised, "valid_sizes": [b, 2] int}`` and zeroes
 each map beyond each image's ``valid_sizes`` before every 3x3 convolution and the max-pool
-(:mod:`lambda_keras.detection.valid_region`); it returns ``{"P2": stride 4, ..., "P5": 32}``
-(torchvision's ``layer1`` ... ``layer4``).
+([`lambda_keras.detection.valid_region`][lambda_keras.detection.valid_region]); it returns ``{"P2":
+stride 4, ..., "P5": 32}`` (torchvision's ``layer1`` ... ``layer4``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,12 @@
 """Mask R-CNN training, apart from the model package (as classification's lives in
-:mod:`lambda_keras.training`): recipes (:mod:`.recipes`), a run's settings (:mod:`.config`)
-and their resolution (:mod:`.run`), its data (:mod:`.data`), its model (:mod:`.model`) and the
-run itself (:mod:`.trainer`). The script is ``training/train_maskrcnn.py``."""
+[`lambda_keras.training`][lambda_keras.training]): recipes
+([`recipes`][lambda_keras.training.detection.recipes]), a run's settings
+([`config`][lambda_keras.training.detection.config]) and their resolution
+([`run`][lambda_keras.training.detection.run]), its data
+([`data`][lambda_keras.training.detection.data]), its model
+([`model`][lambda_keras.training.detection.model]) and the run itself
+([`trainer`][lambda_keras.training.detection.trainer]). The script is
+``training/train_maskrcnn.py``."""
 
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.data import PreparedData, prepare_data

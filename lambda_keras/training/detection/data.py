@@ -17,7 +17,7 @@ __all__ = ["RESUMABLE_CHANGES", "PreparedData", "prepare_data", "sources"]
 
 
 def sources(config: DetectionConfig):
-    """The training and validation :class:`~lambda_keras.detection.data.coco.CocoSource`."""
+    """The training and validation [`CocoSource`][lambda_keras.detection.data.coco.CocoSource]."""
     given = [
         config.train_annotations,
         config.train_images,
@@ -79,7 +79,8 @@ def _from_labelme(given: list, model_dir: str) -> list:
 
 @dataclasses.dataclass(frozen=True)
 class PreparedData:
-    """The resolved run, its checked data, what :func:`prepare_data` read, and where it runs
+    """The resolved run, its checked data, what
+    [`prepare_data`][lambda_keras.training.detection.data.prepare_data] read, and where it runs
     (made first: a TPU is connected, or JAX's hosts joined, before any other op)."""
 
     run: DetectionRun
@@ -110,7 +111,8 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     (a file, an annotation, an image) raises ``ValueError``/``FileNotFoundError`` here, before
     a model is built: the scripts report these as one line, and anything later as a bug. So
     does resuming a killed run in ``model_dir`` with other settings
-    (:func:`lambda_keras.training.resume.check_resume`; the backup stays)."""
+    ([`lambda_keras.training.resume.check_resume`][lambda_keras.training.resume.check_resume]; the
+    backup stays)."""
     run = resolve_run(config)
     placement = make_placement(
         config.strategy,

@@ -10,9 +10,9 @@ Recipes:
   schedule shape at 0.02 per 16 images, weight decay 1e-4 (the usual Mask R-CNN fine-tuning).
   With ``weights`` (``"coco"`` or a converted ``.weights.h5``) it starts from torchvision's
   COCO Mask R-CNN: on ``--backbone=torchvision_resnet`` the whole model but its class layers
-  (:func:`~lambda_keras.detection.maskrcnn_resnet50_fpn`), on another backbone whose stages
-  are 256/512/1024/2048 wide (``lambda_resnet`` or ``resnet_rs`` at depth 50, width 1) the FPN,
-  RPN and heads but the class layers. The heads keep the standard widths then.
+  ([`maskrcnn_resnet50_fpn`][lambda_keras.detection.maskrcnn_resnet50_fpn]), on another backbone
+  whose stages are 256/512/1024/2048 wide (``lambda_resnet`` or ``resnet_rs`` at depth 50, width 1)
+  the FPN, RPN and heads but the class layers. The heads keep the standard widths then.
 * ``"shapes"``: the embedded shapes data on a CPU: 128 x 128, AdamW 1e-3 with warm-up, jitter
   [0.8, 1.25], heads narrowed to 64 FPN channels, a 256-unit box head, a 64-channel mask head
   and 128 RoIs per image.

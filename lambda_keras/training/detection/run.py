@@ -28,8 +28,9 @@ BACKBONES = tuple(_BACKBONE_CLASSES)
 
 @dataclasses.dataclass(frozen=True)
 class DetectionRun:
-    """A run resolved once (:func:`resolve_run`): its config, recipe and backbone class, and the
-    recipe's defaults filled in where the config leaves them unset."""
+    """A run resolved once ([`resolve_run`][lambda_keras.training.detection.run.resolve_run]): its
+    config, recipe and backbone class, and the recipe's defaults filled in where the config leaves
+    them unset."""
 
     config: DetectionConfig
     recipe: DetectionRecipe

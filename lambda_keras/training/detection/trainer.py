@@ -1,9 +1,9 @@
 """Train and evaluate Mask R-CNN on COCO-format data: ``model.fit`` under the run's strategy,
 COCOeval on the validation set, the exports.
 
-A killed run resumes from its last epoch (``keras.callbacks.BackupAndRestore`` under
-``model_dir``) when started again with the same settings; other settings are an error naming
-them, and the backup stays (:mod:`lambda_keras.training.resume`).
+A killed run resumes from its last epoch (``keras.callbacks.BackupAndRestore`` under ``model_dir``)
+when started again with the same settings; other settings are an error naming them, and the backup
+stays ([`lambda_keras.training.resume`][lambda_keras.training.resume]).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ __all__ = ["train"]
 
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
     """Train, evaluate with COCOeval on the validation set, export; returns the scores.
-    ``prepared``: the run's :func:`prepare_data` (read here when not given)."""
+    ``prepared``: the run's [`prepare_data`][lambda_keras.training.detection.trainer.prepare_data]
+    (read here when not given)."""
     prepared = prepared or prepare_data(config)
     with prepared.placement.run_scope():
         return _train(config, prepared)

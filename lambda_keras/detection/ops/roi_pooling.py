@@ -1,9 +1,10 @@
 """ROIAlign (He et al., 2017) with half-pixel alignment, on one feature map or on a pyramid.
 
 **Coordinates.** Boxes are ``(y1, x1, y2, x2)`` in image pixels (see
-:mod:`lambda_keras.detection.ops.boxes`): an edge at 0 is the image's top or left edge. A feature
-map of stride ``s`` (``spatial_scale = 1 / s``) has its cell ``(i, j)`` centred on image point
-``((i + 0.5) s, (j + 0.5) s)``. With ``aligned=True`` (Detectron2's ROIAlignV2, torchvision's
+[`lambda_keras.detection.ops.boxes`][lambda_keras.detection.ops.boxes]): an edge at 0 is the image's
+top or left edge. A feature map of stride ``s`` (``spatial_scale = 1 / s``) has its cell ``(i, j)``
+centred on image point ``((i + 0.5) s, (j + 0.5) s)``. With ``aligned=True`` (Detectron2's
+ROIAlignV2, torchvision's
 ``aligned=True``) a box is scaled by ``spatial_scale`` and shifted by -0.5 cells, so that
 sampling the continuous point ``p`` of the map interpolates between the cells whose centres
 surround ``p``; ``aligned=False`` is the original (Mask R-CNN paper) mis-aligned version.
@@ -120,7 +121,7 @@ def multilevel_roi_align(
     max_sampling_ratio: int | None = None,
 ) -> Tensor:
     """ROIAlign over a feature pyramid: each box is pooled from the level
-    :func:`assign_pyramid_levels` gives it.
+    [`assign_pyramid_levels`][lambda_keras.detection.ops.assign_pyramid_levels] gives it.
 
     Args:
         features: ``{"P<level>": [batch, h_level, w_level, channels]}``, the level-``l`` map of
@@ -130,7 +131,8 @@ def multilevel_roi_align(
             of the maps that holds its image (the rest is padding of a larger batch): the
             border rule above applies at ``ceil(valid_size / stride)`` cells instead of at the
             maps' edges, so an image gives what it gives alone in a batch of its own size.
-        output_size, sampling_ratio, aligned, max_sampling_ratio: As in :func:`roi_align`.
+        output_size, sampling_ratio, aligned, max_sampling_ratio: As in
+            [`roi_align`][lambda_keras.detection.ops.roi_align].
 
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
@@ -246,7 +248,8 @@ def _axis_samples(start, end, size, bins: int, sampling: tuple[int, bool], align
     """Per box, the sample positions along one axis, as interpolation indices and weights.
 
     Args:
-        start, end: ``[b, n]`` box edges in map cells (already scaled).
+        start: ``[b, n]`` box starts in map cells (already scaled).
+        end: ``[b, n]`` box ends in map cells.
         size: ``[b, n]`` int32 length of the box's map along this axis.
         sampling: ``(ratio, adaptive)``; adaptive: ``ceil(extent / bins)`` of the ``ratio``
             samples per bin are used, the others weigh 0.
