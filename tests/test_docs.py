@@ -184,3 +184,20 @@ def test_no_rest_role_in_what_the_site_renders():
         if REST_ROLE.search(line)
     ]
     assert len(sources) > 50 and not found, found
+
+
+def test_the_docstring_examples_run():
+    """Every ``>>>`` example in the library's docstrings (the reference renders them) runs and
+    prints what it shows."""
+    import doctest
+
+    sources = [p for p in (ROOT / "lambda_keras").rglob("*.py") if ">>>" in p.read_text()]
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    examples = 0
+    for path in sources:
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for test in finder.find(importlib.import_module(name)):
+            examples += len(test.examples)
+            runner.run(test)
+    assert sources and examples and not runner.failures, runner.summarize()

@@ -33,6 +33,18 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
         ``boxes [D, 4]`` (``y1, x1, y2, x2`` in the photo's pixels), ``scores [D]``,
         ``classes [D]`` (0-based labels, -1 for padding), ``masks [D, height, width]`` uint8
         0/1 and ``num_detections`` (the valid ones lead).
+
+    Examples:
+
+    >>> import numpy as np
+    >>> from lambda_keras import zoo
+    >>> from lambda_keras.detection import MaskRCNN, detect
+    >>> backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
+    >>> detector = MaskRCNN(backbone, num_classes=3, max_detections=10)
+    >>> photo = np.zeros((100, 160, 3), "uint8")  # any size: letterboxed to 128 x 128
+    >>> found = detect(detector, photo, image_size=128)
+    >>> found["boxes"].shape, found["masks"].shape  # in the photo's pixels
+    ((10, 4), (10, 100, 160))
     """
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")

@@ -119,6 +119,15 @@ class LambdaLayer(keras.layers.Layer):
             (``Conv3d(..., bias=True)``). Independent of the context and of masks. Default
             False (the paper's layer has none). Requires ``position=True``.
         kernel_regularizer: Regularizer of the projection kernel (e.g. the paper's L2).
+
+    Examples:
+
+    >>> import numpy as np
+    >>> from lambda_keras.layers import LambdaLayer
+    >>> images = np.zeros((2, 14, 14, 64), "float32")  # [batch, height, width, channels]
+    >>> layer = LambdaLayer(dim_out=128, key_dim=16, num_heads=4, scope_size=23)
+    >>> tuple(layer(images).shape)
+    (2, 14, 14, 128)
     """
 
     def __init__(
