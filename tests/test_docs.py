@@ -23,6 +23,7 @@ PRINTED = {
     "layers.md": ["(2, 14, 14, 128)", "(4, 100, 64)"],
     "backends.md": ["(2, 10)"],
     "zoo.md": ["(None, 2048)", "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']"],
+    "index.md": ["(2, 14, 14, 128)", "(None, 10)", "(100, 4) (100, 90, 160)"],
 }
 PACKAGES = ("layers", "zoo", "detection")
 
