@@ -134,9 +134,8 @@ class MaskRCNN(keras.Model):
     >>> detector.rpn_top_k, detector.rois_per_image, detector.max_detections
     ((2000, 1000, 1000, 1000), 512, 100)
 
-    ``fit`` trains it on ``(images, targets)``
-    ([targets][lambda_keras.detection.targets]); [detect][lambda_keras.detection.detect.detect]
-    runs it on a photo of any size.
+    ``fit`` trains it on ``(images, targets)`` ([targets][lambda_keras.detection.targets]);
+    [detect][lambda_keras.detection.detect.detect] runs it on a photo of any size.
     """
 
     def __init__(

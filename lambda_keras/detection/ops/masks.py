@@ -1,12 +1,12 @@
 """Instance masks: pasting a box's ``M x M`` mask into the image, and cropping a mask to a box.
 
 **Pasting** ([`paste_masks`][lambda_keras.detection.ops.masks.paste_masks]) follows Detectron2's
-``paste_masks_in_image``: the ``M x M`` mask covers its box exactly (mask cell ``k`` spans ``[y1 + k
-h / M, y1 + (k + 1) h / M)``), each image pixel takes the bilinear interpolation of the mask at the
-pixel's centre, with zeros
-outside the mask (``grid_sample(align_corners=False)`` with zero padding), so the soft mask fades
-out over half a mask cell beyond the box edge. Bilinear interpolation is separable: the paste
-is ``R_y @ mask @ R_x^T`` with per-box interpolation matrices, no gather.
+``paste_masks_in_image``: the ``M x M`` mask covers its box exactly (mask cell ``k`` spans
+``[y1 + k h / M, y1 + (k + 1) h / M)``), each image pixel takes the bilinear interpolation of the
+mask at the pixel's centre, with zeros outside the mask (``grid_sample(align_corners=False)``
+with zero padding), so the soft mask fades out over half a mask cell beyond the box edge.
+Bilinear interpolation is separable: the paste is ``R_y @ mask @ R_x^T`` with per-box
+interpolation matrices, no gather.
 
 **Cropping** ([`crop_masks`][lambda_keras.detection.ops.masks.crop_masks]): the training target of a
 proposal is the ground-truth mask ROIAligned to ``M x M`` in the proposal's box (Mask R-CNN), with

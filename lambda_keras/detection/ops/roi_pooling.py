@@ -1,12 +1,11 @@
 """ROIAlign (He et al., 2017) with half-pixel alignment, on one feature map or on a pyramid.
 
 **Coordinates.** Boxes are ``(y1, x1, y2, x2)`` in image pixels (see
-[`lambda_keras.detection.ops.boxes`][lambda_keras.detection.ops.boxes]): an edge at 0 is the image's
-top or left edge. A feature map of stride ``s`` (``spatial_scale = 1 / s``) has its cell ``(i, j)``
-centred on image point ``((i + 0.5) s, (j + 0.5) s)``. With ``aligned=True`` (Detectron2's
-ROIAlignV2, torchvision's
-``aligned=True``) a box is scaled by ``spatial_scale`` and shifted by -0.5 cells, so that
-sampling the continuous point ``p`` of the map interpolates between the cells whose centres
+[boxes][lambda_keras.detection.ops.boxes]): an edge at 0 is the image's top or left edge. A
+feature map of stride ``s`` (``spatial_scale = 1 / s``) has its cell ``(i, j)`` centred on image
+point ``((i + 0.5) s, (j + 0.5) s)``. With ``aligned=True`` (Detectron2's ROIAlignV2,
+torchvision's ``aligned=True``) a box is scaled by ``spatial_scale`` and shifted by -0.5 cells, so
+that sampling the continuous point ``p`` of the map interpolates between the cells whose centres
 surround ``p``; ``aligned=False`` is the original (Mask R-CNN paper) mis-aligned version.
 
 **Sampling.** Each of the ``out_h x out_w`` bins averages ``sampling_ratio x sampling_ratio``

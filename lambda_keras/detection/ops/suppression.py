@@ -1,16 +1,15 @@
 """Non-maximum suppression with fixed-size, padded outputs (static shapes for XLA and TPUs), on
 every Keras backend.
 
-One step is shared (``_ranked``): the boxes are put in the contract's order (decreasing score, a NaN
-score first, ties by index), boxes with a non-finite coordinate become empty and the score threshold
-marks which boxes take part. Three kernels then suppress, in that order: on the
+One step is shared (``_ranked``): the boxes are put in the contract's order (decreasing score, a
+NaN score first, ties by index), boxes with a non-finite coordinate become empty and the score
+threshold marks which boxes take part. Three kernels then suppress, in that order: on the
 TensorFlow backend TensorFlow's ``tf.image.non_max_suppression_padded`` (fast in graphs and under
-XLA); on PyTorch, where torchvision is installed, torchvision's ``ops.nms``; elsewhere a greedy loop
-in ``keras.ops`` ([`greedy_nms`][lambda_keras.detection.ops.greedy_nms]): at most
+XLA); on PyTorch, where torchvision is installed, torchvision's ``ops.nms``; elsewhere a greedy
+loop in ``keras.ops`` ([`greedy_nms`][lambda_keras.detection.ops.greedy_nms]): at most
 ``max_output_size`` times, keep the first box still alive and drop every box it overlaps by more
 than the threshold. The loop stops early once no box is alive (``keras.ops.while_loop``:
-``lax.while_loop`` under ``jax.jit``, a Python loop on
-PyTorch).
+``lax.while_loop`` under ``jax.jit``, a Python loop on PyTorch).
 """
 
 from __future__ import annotations
