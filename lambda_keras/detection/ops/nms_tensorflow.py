@@ -1,4 +1,4 @@
-"""`nms` on the TensorFlow backend: TensorFlow's
+"""[nms][lambda_keras.detection.ops.nms] on the TensorFlow backend: TensorFlow's
 ``tf.image.non_max_suppression_padded`` kernel, fed so that it keeps the contract (the boxes
 already ranked, finite and checked by ``nms``). Imported only on that backend."""
 

@@ -1,4 +1,4 @@
-"""`nms` on the PyTorch backend where torchvision is installed:
+"""[nms][lambda_keras.detection.ops.nms] on the PyTorch backend where torchvision is installed:
 torchvision's ``ops.nms`` kernel, one image at a time, its result padded to the static size the
 contract promises (the boxes already ranked, finite and checked by ``nms``).
 

@@ -94,7 +94,7 @@ def greedy_nms(
     iou_threshold: float = 0.5,
     score_threshold: float | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """`nms` in ``keras.ops`` on every backend (what it runs on
+    """[nms][lambda_keras.detection.ops.nms] in ``keras.ops`` on every backend (what it runs on
     JAX, and on PyTorch without torchvision; on TensorFlow it runs TensorFlow's kernel). Same
     arguments and results."""
     args = _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold)
@@ -210,7 +210,7 @@ def batched_nms(
     """Per-class NMS in one pass: boxes of different classes never suppress each other.
 
     Each class's boxes are shifted by ``class * (largest finite coordinate + 1)`` so that boxes
-    of different classes cannot overlap, then `nms` runs once
+    of different classes cannot overlap, then [nms][lambda_keras.detection.ops.nms] runs once
     (torchvision's ``batched_nms`` trick), with its rules for non-finite scores and boxes: a box
     with a NaN or infinite coordinate overlaps nothing, and the other boxes of its class still
     suppress each other. (torchvision's own trick takes the largest coordinate of all boxes: one
@@ -221,7 +221,7 @@ def batched_nms(
         boxes: ``[..., n, 4]``; scores: ``[..., n]``; classes: ``[..., n]`` integer classes.
 
     Returns:
-        As `nms`.
+        As [nms][lambda_keras.detection.ops.nms].
     """
     boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     classes = ops.convert_to_tensor(classes)
