@@ -16,8 +16,10 @@ __all__ = [
     "divisible",
     "extent",
     "implementation",
+    "is_number",
     "non_negative_int",
     "number_in",
+    "number_or_none",
     "odd_window",
     "one_of",
     "positive_int",
@@ -29,6 +31,11 @@ __all__ = [
 
 def _is_int(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def is_number(value) -> bool:
+    """Whether ``value`` is a real number: an int or float (NumPy's too), not a bool."""
+    return not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
 
 
 def boolean(name: str, value) -> bool:
@@ -54,13 +61,7 @@ def non_negative_int(name: str, value) -> int:
 
 def positive_number(name: str, value) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number > 0."""
-    ok = (
-        not isinstance(value, bool)
-        and isinstance(value, (int, float, np.integer, np.floating))
-        and math.isfinite(value)
-        and value > 0
-    )
-    if not ok:
+    if not (is_number(value) and math.isfinite(value) and value > 0):
         raise ValueError(f"`{name}` must be a positive number; received {name}={value!r}.")
     return float(value)
 
@@ -70,10 +71,7 @@ def number_in(
 ) -> float:
     """Return ``value`` as a float, or raise if it is not a finite number in the interval
     ``[low, high]`` (``(`` / ``)`` where ``low_open`` / ``high_open``)."""
-    is_number = not isinstance(value, bool) and isinstance(
-        value, (int, float, np.integer, np.floating)
-    )
-    ok = is_number and math.isfinite(value)
+    ok = is_number(value) and math.isfinite(value)
     if ok:
         ok = (value > low if low_open else value >= low) and (
             value < high if high_open else value <= high
@@ -81,6 +79,18 @@ def number_in(
     if not ok:
         interval = f"{'(' if low_open else '['}{low}, {high}{')' if high_open else ']'}"
         raise ValueError(f"`{name}` must be a number in {interval}; received {name}={value!r}.")
+    return float(value)
+
+
+def number_or_none(name: str, value, none_means: str) -> float | None:
+    """Return None, or ``value`` as a float, or raise if it is neither None nor a number
+    (infinities allowed, NaN not); ``none_means`` says what None does, for the error."""
+    if value is None:
+        return None
+    if not (is_number(value) and not math.isnan(value)):
+        raise ValueError(
+            f"`{name}` must be None ({none_means}) or a number; received {name}={value!r}."
+        )
     return float(value)
 
 

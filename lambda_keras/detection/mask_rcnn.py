@@ -419,8 +419,7 @@ class MaskRCNN(keras.Model):
             y_pred: This model's output on ``x``: the first stage (``training=True``), or
                 detections (in ``evaluate``; the first stage is then run again).
         """
-        target_checks.check_target_shapes(y)
-        y, dropped = target_checks.usable(y, self.num_classes)
+        y, dropped = self._usable_targets(y)
         self.dropped_targets.update_state(dropped)
         if not (isinstance(y_pred, dict) and "objectness" in y_pred):
             y_pred = self._first_stage(x, self._view(x, None), training=False)
@@ -435,10 +434,15 @@ class MaskRCNN(keras.Model):
     def compute_losses(self, images, y, training: bool = True) -> dict[str, Tensor]:
         """The five losses of a batch (each a float32 scalar), from the images on: what
         ``compute_loss`` sums (bad target rows left out as there)."""
-        target_checks.check_target_shapes(y)
-        y, _ = target_checks.usable(y, self.num_classes)
+        y, _ = self._usable_targets(y)
         first = self._first_stage(images, self._view(images, None), training)
         return self._all_losses(images, y, first)
+
+    def _usable_targets(self, y) -> tuple[dict, Tensor]:
+        """``y`` checked for shape (a ``ValueError`` when traced), its bad rows made padding,
+        and how many there were ([usable][lambda_keras.detection.target_checks.usable])."""
+        target_checks.check_target_shapes(y)
+        return target_checks.usable(y, self.num_classes)
 
     def _all_losses(self, images, y, first: dict) -> dict[str, Tensor]:
         gt_boxes = K.cast(y["boxes"], "float32")

@@ -30,6 +30,13 @@ REQUIRED_KEYS = ("boxes", "classes", "masks")
 TARGET_KEYS = (*REQUIRED_KEYS, "mask_boxes")
 """The keys a target dict may hold (``mask_boxes`` optional)."""
 
+_LAYOUTS = {
+    "boxes": "[b, G, 4]",
+    "classes": "[b, G]",
+    "masks": "[b, G, M, M]",
+    "mask_boxes": "[b, G, 4]",
+}
+
 # What each problem of target_problems means, for the errors.
 _ALLOWED = {
     "classes": "class ids must be integers in [-1, {n}) (num_classes={n}; -1 marks a padding row)",
@@ -57,16 +64,9 @@ def check_target_shapes(targets) -> None:
             f"MaskRCNN's targets hold only {list(TARGET_KEYS)}; received unknown keys {unknown}."
         )
     shapes = {key: tuple(targets[key].shape) for key in targets}
-    expected = {
-        "boxes": "[b, G, 4]",
-        "classes": "[b, G]",
-        "masks": "[b, G, M, M]",
-        "mask_boxes": "[b, G, 4]",
-    }
-    ranks = {"boxes": 3, "classes": 2, "masks": 4, "mask_boxes": 3}
     leading = shapes["classes"][:2]
     for key, shape in shapes.items():
-        ok = len(shape) == ranks[key] and all(
+        ok = len(shape) == _LAYOUTS[key].count(",") + 1 and all(
             a is None or b is None or a == b for a, b in zip(shape[:2], leading, strict=False)
         )
         if key in ("boxes", "mask_boxes"):
@@ -75,7 +75,7 @@ def check_target_shapes(targets) -> None:
             ok = ok and (None in shape[2:] or shape[2] == shape[3])
         if not ok:
             raise ValueError(
-                f"`targets[{key!r}]` must have shape {expected[key]} (b images, G instances "
+                f"`targets[{key!r}]` must have shape {_LAYOUTS[key]} (b images, G instances "
                 f"each, as `targets['classes']` {shapes['classes']}); received shape {shape}."
             )
 

@@ -163,9 +163,7 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
 def _valid_bbox(bbox) -> bool:
     if not isinstance(bbox, (list, tuple)) or len(bbox) != 4:
         return False
-    numbers = all(
-        isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) for c in bbox
-    )
+    numbers = all(v.is_number(c) and math.isfinite(c) for c in bbox)
     return numbers and bbox[2] >= 0 and bbox[3] >= 0
 
 

@@ -14,8 +14,6 @@ than the threshold. The loop stops early once no box is alive (``keras.ops.while
 
 from __future__ import annotations
 
-import math
-
 import keras
 import numpy as np
 from keras import ops
@@ -104,14 +102,7 @@ def greedy_nms(
 def _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold):
     max_output_size = v.positive_int("max_output_size", max_output_size)
     iou_threshold = v.number_in("iou_threshold", iou_threshold, 0.0, 1.0)
-    is_number = not isinstance(score_threshold, bool) and isinstance(
-        score_threshold, (int, float, np.integer, np.floating)
-    )
-    if score_threshold is not None and not (is_number and not math.isnan(score_threshold)):
-        raise ValueError(
-            "`score_threshold` must be None (no score drops a box) or a number; received "
-            f"score_threshold={score_threshold!r}."
-        )
+    score_threshold = v.number_or_none("score_threshold", score_threshold, "no score drops a box")
     boxes = _checks.boxes("boxes", boxes, layout="[..., n, 4]")
     rank = None if _checks.rank(boxes) is None else _checks.rank(boxes) - 1
     scores = _checks.tensor("scores", scores, rank, "[..., n]")

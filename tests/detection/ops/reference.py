@@ -69,6 +69,15 @@ def roi_align(feature, box, out, scale, ratio, aligned):
     return result
 
 
+def clustered_boxes(rng, n, centres=10, extent=100.0, spread=5.0, sides=(10.0, 30.0)):
+    """``n`` float32 boxes around ``centres`` random points in ``[0, extent)``: many overlap, so
+    suppression decides most of them."""
+    points = rng.uniform(0, extent, (centres, 2))[rng.integers(0, centres, n)]
+    points = points + rng.normal(0, spread, (n, 2))
+    size = rng.uniform(*sides, (n, 2))
+    return np.concatenate([points - size / 2, points + size / 2], 1).astype("float32")
+
+
 def greedy_nms(boxes, scores, threshold, max_out):
     order = sorted(range(len(scores)), key=lambda i: -scores[i])
     keep = []

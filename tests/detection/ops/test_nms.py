@@ -125,18 +125,11 @@ def test_matches_greedy_nms_with_inverted_and_negative_boxes(nms, seed):
     assert kept(indices, valid) == reference.greedy_nms(boxes, scores, 0.4, 60)
 
 
-def _clustered_boxes(rng, n):
-    """``n`` boxes around ten centres: many overlap, so suppression decides most of them."""
-    centres = rng.uniform(0, 100, (10, 2))[rng.integers(0, 10, n)] + rng.normal(0, 5, (n, 2))
-    sizes = rng.uniform(10, 30, (n, 2))
-    return np.concatenate([centres - sizes / 2, centres + sizes / 2], 1).astype("float32")
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_score_threshold_keeps_the_decreasing_score_order(nms, seed):
     """torchvision's nms on the boxes scoring above the threshold, in its (score) order."""
     rng = np.random.default_rng(seed)
-    boxes = _clustered_boxes(rng, 150)
+    boxes = reference.clustered_boxes(rng, 150)
     scores = rng.permutation(150).astype("float32") / 150
     above = np.flatnonzero(scores > 0.3)
     expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 150)].tolist()
@@ -158,7 +151,7 @@ def test_a_score_threshold_keeps_the_decreasing_score_order(nms, seed):
 def test_a_score_threshold_with_negative_scores_compiled(nms):
     """Scores below zero and a threshold below zero: the same set and order, also compiled."""
     rng = np.random.default_rng(3)
-    boxes = _clustered_boxes(rng, 150)
+    boxes = reference.clustered_boxes(rng, 150)
     scores = rng.permutation(150).astype("float32") / 150 - 0.9
     above = np.flatnonzero(scores > -0.6)
     expected = above[reference.greedy_nms(boxes[above], scores[above], 0.5, 40)].tolist()

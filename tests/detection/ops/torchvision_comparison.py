@@ -8,6 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision
+from reference import clustered_boxes  # this script's folder: NumPy only
 from torchvision.ops import boxes as tv_boxes
 
 RNG = np.random.default_rng(0)
@@ -29,9 +30,7 @@ def _non_finite_nms():
     (ties among them): torchvision's nms and its per-class batched_nms loop (the rule its trick
     breaks when a coordinate is not finite). Its own generator: the other cases' inputs stay."""
     rng = np.random.default_rng(1)
-    centres = rng.uniform(0, 80, (8, 2))[rng.integers(0, 8, 120)] + rng.normal(0, 4, (120, 2))
-    sides = rng.uniform(8, 24, (120, 2))
-    boxes = np.concatenate([centres - sides / 2, centres + sides / 2], 1).astype("float32")
+    boxes = clustered_boxes(rng, 120, centres=8, extent=80.0, spread=4.0, sides=(8.0, 24.0))
     rows = rng.choice(120, 12, replace=False)
     boxes[rows, rng.integers(0, 4, 12)] = rng.choice([np.nan, np.inf, -np.inf], 12)
     scores = rng.permutation(120).astype("float32") / 120
@@ -71,9 +70,7 @@ def torch_results():
     ).numpy()
     out["nms"] = (many, scores, classes, keep, keep_cls)
     # With a score threshold: torchvision's nms on the boxes above it (clustered boxes).
-    centres = RNG.uniform(0, 100, (10, 2))[RNG.integers(0, 10, 150)] + RNG.normal(0, 5, (150, 2))
-    sides = RNG.uniform(10, 30, (150, 2))
-    clustered = np.concatenate([centres - sides / 2, centres + sides / 2], 1).astype("float32")
+    clustered = clustered_boxes(RNG, 150)
     clustered_scores = RNG.permutation(150).astype("float32") / 150
     clustered_classes = RNG.integers(0, 3, 150)
     above = np.flatnonzero(clustered_scores > 0.3)
