@@ -543,7 +543,13 @@ def main(argv=None) -> None:
         tables = layer_table(args)
         if not args.skip_memory:
             tables.append(memory_table(64, args.batch, 256))
-    write(args.output, "bench_layers", tables, batch=args.batch, repeats=args.repeats)
+    write(
+        args.output,
+        "bench_layers",
+        tables,
+        batch=1 if args.scaling else args.batch,
+        repeats=args.repeats,
+    )
 
 
 if __name__ == "__main__":
