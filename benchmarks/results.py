@@ -34,7 +34,8 @@ class Table:
         columns: Column headers.
         digits: Decimals for the float cells of each column (default 2 for all).
         labels: How many leading columns name a row (the others are plotted).
-        plot: ``"bars"`` (one bar per value) or ``"lines"`` (values against the first column).
+        plot: ``"bars"`` (one bar per value), ``"lines"`` (values against the first column)
+            or ``"none"`` (a table that a plot would not help: an equality check, a score).
     """
 
     def __init__(
@@ -46,8 +47,8 @@ class Table:
         labels: int = 1,
         plot: str = "bars",
     ):
-        if plot not in ("bars", "lines"):
-            raise ValueError(f"`plot` must be 'bars' or 'lines'; received {plot!r}.")
+        if plot not in ("bars", "lines", "none"):
+            raise ValueError(f"`plot` must be 'bars', 'lines' or 'none'; received {plot!r}.")
         self.name, self.title, self.columns = name, title, list(columns)
         self.labels, self.plot = labels, plot
         self.digits = list(digits) if digits is not None else [2] * len(self.columns)

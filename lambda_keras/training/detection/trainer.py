@@ -80,6 +80,7 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
     result["history"] = history.history
     if config.export and placement.chief:
         result.update(_export(model, config, train_source, image_size))
+    print(f"AP50: box {scores['bbox']['AP50']:.3f}, mask {scores['segm']['AP50']:.3f}.")
     print(
         f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "
         f"(IoU .50:.95) after {seconds:.0f} s of training."
