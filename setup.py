@@ -9,7 +9,13 @@ HERE = Path(__file__).parent
 VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lambda_keras/__init__.py").read_text())[1]
 
 # ruff formats the signatures in the API reference.
-DOCS = ["mkdocs>=1.6", "mkdocs-material>=9.5", "mkdocstrings[python]>=0.26", "ruff>=0.6"]
+DOCS = [
+    "mkdocs>=1.6",
+    "mkdocs-material>=9.5",
+    "mkdocstrings[python]>=0.26",
+    "ruff>=0.6",
+    "mkdocs-jupyter>=0.25",  # the notebooks as pages
+]
 
 setup(
     name="lambda-keras",

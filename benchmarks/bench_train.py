@@ -137,12 +137,12 @@ def main(argv=None):
     if len(backends) < len(args.backends):
         print("PyTorch is not installed: its rows are skipped (pip install torch)")
     import keras
-    import tensorflow as tf
 
     table = Table(
         "train",
-        f"TensorFlow {tf.__version__}, Keras {keras.__version__}, {os.cpu_count()} CPUs, "
-        f"batch {args.batch}, 224x224, median of {args.steps} steps, each row in its own process",
+        f"Training and inference throughput (img/s), each backend as its rows say, Keras "
+        f"{keras.__version__}, {os.cpu_count()} CPUs, batch {args.batch}, 224x224, median of "
+        f"{args.steps} steps, each row in its own process",
         ["backend", "model", "precision", "XLA", "train img/s", "inference img/s"],
         digits=[0, 0, 0, 0, 1, 1],
         labels=4,

@@ -1,18 +1,20 @@
-"""The documentation's benchmark tables and plots, from the committed results files.
+"""The documentation's measured tables and plots, from the committed results files.
 
-``docs/benchmarks.md`` marks where each table goes::
+A page of ``docs/`` marks where each table goes::
 
     <!-- results: detection/inference -->
     (written by this script)
     <!-- end results -->
 
 ``detection/inference`` names ``benchmarks/results/detection.json`` and its table
-``inference``. The script fills every such block with the table, the line saying where and how
-it was measured, and a plot (``docs/images/benchmarks/<file>_<table>.png``, matplotlib: bars, or
-lines against the first column for a table saved with ``plot="lines"``).
+``inference``. The script fills every such block, on every page, with the table's title, one
+sentence written from its numbers (``benchmarks/summaries.py``), the table, the line saying
+where and how it was measured, and a plot (``docs/images/benchmarks/<file>_<table>.png``,
+matplotlib: bars, one panel per unit, or lines against the first column for a table saved
+with ``plot="lines"``; none for ``plot="none"`` or a marker ending in `` no-plot``).
 
-    python benchmarks/render.py            # rewrite the page and the plots
-    python benchmarks/render.py --check    # exit 1 if the page is not what the results render
+    python benchmarks/render.py            # rewrite the pages and the plots
+    python benchmarks/render.py --check    # exit 1 if a page is not what the results render
 """
 
 from __future__ import annotations
@@ -22,13 +24,22 @@ import re
 import sys
 from pathlib import Path
 
+import summaries
 from results import Table, read
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-PAGE = ROOT / "docs" / "benchmarks.md"
-IMAGES = ROOT / "docs" / "images" / "benchmarks"
-BLOCK = re.compile(r"(<!-- results: ([\w-]+)/(\w+) -->\n)(.*?)(<!-- end results -->)", re.S)
+DOCS = ROOT / "docs"
+IMAGES = DOCS / "images" / "benchmarks"
+BLOCK = re.compile(
+    r"(<!-- results: ([\w-]+)/(\w+)( no-plot)? -->\n)(.*?)(<!-- end results -->)", re.S
+)
+UNIT = re.compile(r"\(([^)]+)\)$|\b(img/s|images/s|MiB|GiB|GB|ms|s)$")
+
+
+def pages() -> list[Path]:
+    """The documentation's Markdown pages."""
+    return sorted(DOCS.glob("*.md"))
 
 
 def provenance(meta: dict, name: str) -> str:
@@ -44,32 +55,62 @@ def provenance(meta: dict, name: str) -> str:
     )
 
 
-def block(name: str, table_name: str) -> str:
+def block(name: str, table_name: str, page: Path, plotted: bool = True) -> str:
     """The markdown that goes between the markers of ``name/table_name``."""
+    meta, table = _table(name, table_name, page)
+    said = summaries.sentence(f"{name}/{table_name}", table)
+    text = f"{table.title}\n\n{said}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
+    if plotted and table.plot != "none":
+        text += f"![{_plain(table.title)}](images/benchmarks/{name}_{table_name}.png)\n\n"
+    return text
+
+
+def _table(name: str, table_name: str, page: Path) -> tuple[dict, Table]:
     path = RESULTS / f"{name}.json"
     if not path.exists():
-        raise SystemExit(f"{_shown(PAGE)} names {_shown(path)}: no such file")
+        raise SystemExit(f"{_shown(page)} names {_shown(path)}: no such file")
     meta, tables = read(path)
     if table_name not in tables:
         raise SystemExit(f"{_shown(path)} has no table {table_name!r}: {sorted(tables)}")
-    table = tables[table_name]
-    image = f"images/benchmarks/{name}_{table_name}.png"
-    return (
-        f"{table.title}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
-        f"![{table.title}]({image})\n\n"
-    )
+    return meta, tables[table_name]
+
+
+def _plain(text: str) -> str:
+    """A title or label without Markdown code marks."""
+    return text.replace("`", "")
 
 
 def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
-def rendered_page(text: str) -> str:
-    return BLOCK.sub(lambda m: m.group(1) + block(m.group(2), m.group(3)) + m.group(5), text)
+def rendered_page(text: str, page: Path) -> str:
+    return BLOCK.sub(
+        lambda m: m.group(1) + block(m.group(2), m.group(3), page, not m.group(4)) + m.group(6),
+        text,
+    )
 
 
-def named_tables(text: str) -> list[tuple[str, str]]:
-    return [(m.group(2), m.group(3)) for m in BLOCK.finditer(text)]
+def named_tables(text: str) -> list[tuple[str, str, bool]]:
+    """``(file, table, plotted)`` of each block on a page."""
+    return [(m.group(2), m.group(3), not m.group(4)) for m in BLOCK.finditer(text)]
+
+
+def unit(column: str) -> str:
+    """A column's unit: its parenthesised tail ("step (s)") or unit word ("train img/s"), or
+    "" for a column named after a system (whose unit the title gives)."""
+    match = UNIT.search(column)
+    return (match.group(1) or match.group(2)) if match else ""
+
+
+def plotted_columns(table: Table) -> list[int]:
+    """The value columns with a number in some row."""
+    return [
+        i
+        for i in range(len(table.columns))
+        if table.kind_of(i) == "value"
+        and any(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in table.rows)
+    ]
 
 
 def plot(table: Table, path: Path) -> None:
@@ -78,62 +119,102 @@ def plot(table: Table, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    numeric = [
-        i
-        for i in range(len(table.columns))
-        if any(
-            isinstance(row[i], (int, float)) and not isinstance(row[i], bool) for row in table.rows
-        )
-        and table.kind_of(i) == "value"
-    ]
-    labels = [table.label(row) for row in table.rows]
-    figure, axis = plt.subplots(figsize=(8, 0.5 + 0.45 * max(len(labels), 4)))
+    numeric = plotted_columns(table)
     if table.plot == "lines":
-        x = [row[0] for row in table.rows]
+        figure, axis = plt.subplots(figsize=(7, 4.5))
+        _lines(axis, table, numeric)
+        axes = [axis]
+    else:
+        groups: dict[str, list[int]] = {}
         for i in numeric:
-            axis.plot(x, [row[i] for row in table.rows], marker="o", label=table.columns[i])
-        axis.set_xlabel(table.columns[0])
-        axis.set_yscale("log")
-        figure.set_size_inches(7, 4.5)
-    else:
-        height = 0.8 / max(len(numeric), 1)
-        for k, i in enumerate(numeric):
-            values = [row[i] if isinstance(row[i], (int, float)) else 0 for row in table.rows]
-            positions = [n + k * height for n in range(len(labels))]
-            axis.barh(positions, values, height, label=table.columns[i])
-        axis.set_yticks([n + height * (len(numeric) - 1) / 2 for n in range(len(labels))])
-        axis.set_yticklabels(labels, fontsize=8)
-        axis.invert_yaxis()
-        values = [row[i] for row in table.rows for i in numeric if isinstance(row[i], (int, float))]
-        if values and min(values) > 0 and max(values) / min(values) > 30:
-            axis.set_xscale("log")
-    axis.set_title(table.title, fontsize=9, wrap=True)
-    if table.plot == "lines":
-        axis.legend(fontsize=8)
-    else:
-        axis.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+            groups.setdefault(unit(table.columns[i]), []).append(i)
+        rows = [r for r in table.rows if any(_is_number(r[i]) for i in numeric)]
+        figure, axes = plt.subplots(
+            1,
+            len(groups),
+            figsize=(8 if len(groups) == 1 else 4 * len(groups), 0.8 + 0.45 * max(len(rows), 4)),
+            squeeze=False,
+        )
+        axes = list(axes[0])
+        for k, (axis, columns) in enumerate(zip(axes, groups.values(), strict=True)):
+            _bars(axis, table, rows, columns, labelled=k == 0)
+    figure.suptitle(_plain(table.title), fontsize=9, wrap=True)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
     plt.close(figure)
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _lines(axis, table: Table, numeric: list[int]) -> None:
+    x = [row[0] for row in table.rows]
+    for i in numeric:
+        axis.plot(x, [row[i] for row in table.rows], marker="o", label=_plain(table.columns[i]))
+    axis.set_xlabel(_plain(table.columns[0]))
+    axis.set_yscale("log")
+    axis.legend(fontsize=8)
+
+
+def _bars(axis, table: Table, rows: list, columns: list[int], labelled: bool) -> None:
+    """One bar per (row, column) with a number; an empty cell draws nothing."""
+    height = 0.8 / len(columns)
+    for k, i in enumerate(columns):
+        drawn = [(n, r[i]) for n, r in enumerate(rows) if _is_number(r[i])]
+        axis.barh(
+            [n + k * height for n, _ in drawn],
+            [v for _, v in drawn],
+            height,
+            label=_plain(table.columns[i]),
+        )
+    axis.set_yticks([n + height * (len(columns) - 1) / 2 for n in range(len(rows))])
+    axis.set_yticklabels([_plain(table.label(r)) if labelled else "" for r in rows], fontsize=8)
+    axis.invert_yaxis()
+    values = [r[i] for r in rows for i in columns if _is_number(r[i])]
+    if values and min(values) > 0 and max(values) / min(values) > 30:
+        axis.set_xscale("log")
+    if len(columns) == 1:  # a panel of its own: the column names what it shows
+        axis.set_xlabel(_plain(table.columns[columns[0]]))
+    elif unit(table.columns[columns[0]]):
+        axis.set_xlabel(unit(table.columns[columns[0]]))
+    if len(columns) > 1:
+        axis.legend(fontsize=8, loc="lower right")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     args = parser.parse_args(argv)
-    text = PAGE.read_text()
-    page = rendered_page(text)
-    if args.check:
-        if page != text:
-            print(f"{PAGE.relative_to(ROOT)} differs from the results: python benchmarks/render.py")
-            return 1
-        return 0
-    PAGE.write_text(page)
-    for name, table_name in named_tables(page):
-        _, tables = read(RESULTS / f"{name}.json")
-        plot(tables[table_name], IMAGES / f"{name}_{table_name}.png")
-    print(f"wrote {PAGE.relative_to(ROOT)} and its plots in {IMAGES.relative_to(ROOT)}")
+    stale = []
+    for page in pages():
+        text = page.read_text()
+        rendered = rendered_page(text, page)
+        if args.check:
+            stale += [_shown(page)] if rendered != text else []
+            continue
+        if rendered != text:
+            page.write_text(rendered)
+        for name, table_name, plotted in named_tables(rendered):
+            _, table = _table(name, table_name, page)
+            if plotted and table.plot != "none":
+                plot(table, IMAGES / f"{name}_{table_name}.png")
+    if not args.check:
+        drawn = {
+            f"{name}_{table_name}.png"
+            for page in pages()
+            for name, table_name, plotted in named_tables(page.read_text())
+            if plotted and _table(name, table_name, page)[1].plot != "none"
+        }
+        for image in IMAGES.glob("*.png"):
+            if image.name not in drawn:
+                image.unlink()  # a plot no page shows any more
+    if stale:
+        print(f"{', '.join(stale)} differ from the results: python benchmarks/render.py")
+        return 1
+    if not args.check:
+        print(f"wrote the results blocks of {_shown(DOCS)} and their plots in {_shown(IMAGES)}")
     return 0
 
 

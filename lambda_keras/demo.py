@@ -63,6 +63,7 @@ def build_model(implementation: str = "auto") -> keras.Model:
 
 
 def main(argv=None) -> float:
+    """Train the demo model on the digits from the command line; returns the test accuracy."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--batch_size", type=int, default=64)

@@ -23,7 +23,10 @@ __all__ = [
 ]
 
 IMAGENET_MEAN = np.array([0.485, 0.456, 0.406], "float32") * 255.0
+"""ImageNet's per-channel mean on the `[0, 255]` scale (RGB), subtracted by `normalize`."""
 IMAGENET_STD = np.array([0.229, 0.224, 0.225], "float32") * 255.0
+"""ImageNet's per-channel standard deviation on the `[0, 255]` scale (RGB), divided by in
+`normalize`."""
 
 
 def check_crop_fraction(crop_fraction) -> float:

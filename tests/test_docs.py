@@ -1,17 +1,21 @@
 """The documentation site builds without a warning, documents every public name, and each page's
 code samples run (in one namespace per page, in order, as a reader would run them)."""
 
+import ast
 import importlib
+import importlib.util
+import inspect
 import json
 import os
+import pkgutil
 import re
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
 
+import lambda_keras
 from lambda_keras.zoo import weights as weights_lib
 from tests.pretrained_mirror import pretrained_mirror
 
@@ -25,7 +29,6 @@ PRINTED = {
     "zoo.md": ["(None, 2048)", "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']"],
     "index.md": ["(2, 14, 14, 128)", "(None, 10)", "(100, 4) (100, 90, 160)"],
 }
-PACKAGES = ("layers", "zoo", "detection")
 
 
 def python_blocks(text: str) -> list[str]:
@@ -50,50 +53,74 @@ def test_the_site_builds_strictly(site):
     assert (site / "index.html").exists() and (site / "api" / "layers" / "index.html").exists()
 
 
-@pytest.mark.parametrize("package", PACKAGES)
-def test_the_api_reference_has_every_public_name(site, package):
-    module = importlib.import_module(f"lambda_keras.{package}")
-    html = (site / "api" / package / "index.html").read_text()
-    anchors = set(re.findall(r'id="(lambda_keras\.[\w.]+)"', html))
-    missing = [
-        name
-        for name in module.__all__
-        if f"lambda_keras.{package}.{name}" not in anchors
-        and f"lambda_keras.{package}.{name}.{name}" not in anchors
+def public_modules() -> list[str]:
+    """Every module of the package without a private part in its name."""
+    return [
+        info.name
+        for info in pkgutil.walk_packages(lambda_keras.__path__, "lambda_keras.")
+        if not any(part.startswith("_") for part in info.name.split(".")[1:])
     ]
-    assert not missing, missing
-    documented = [n for n in module.__all__ if not isinstance(getattr(module, n), types.ModuleType)]
-    assert len(documented) >= 5
 
 
-# The detection page's modules beside the package (their names share the page).
-DETECTION_MODULES = (
-    "ops",
-    "transform",
-    "targets",
-    "target_checks",
-    "serving",
-    "convert_torchvision",
-    "data.coco",
-    "data.coco_eval",
-    "data.labelme",
-    "data.shapes",
-)
+def public_names(name: str) -> tuple[object, dict[str, object]]:
+    """``(module, {name: object})``: its ``__all__``, or else the functions and classes it
+    defines without a leading underscore. A module needing an optional library that is not
+    installed (PyTorch) gives those names read from its source, objects unknown."""
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name not in ("torch", "torchvision"):
+            raise
+        path = Path(importlib.util.find_spec(name).origin)
+        tree = ast.parse(path.read_text())
+        listed = [
+            ast.literal_eval(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "__all__"
+        ]
+        defined = [
+            node.name
+            for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_")
+        ]
+        return None, dict.fromkeys(listed[0] if listed else defined)
+    if hasattr(module, "__all__"):
+        return module, {n: getattr(module, n) for n in module.__all__}
+    return module, {
+        n: o
+        for n, o in vars(module).items()
+        if not n.startswith("_")
+        and (inspect.isfunction(o) or inspect.isclass(o))
+        and o.__module__ == name
+    }
 
 
-@pytest.mark.parametrize("name", DETECTION_MODULES)
-def test_the_detection_reference_has_every_public_name_of_its_modules(site, name):
-    module = importlib.import_module(f"lambda_keras.detection.{name}")
-    html = (site / "api" / "detection" / "index.html").read_text()
-    anchors = set(re.findall(r'id="(lambda_keras\.[\w.]+)"', html))
-    missing = [n for n in module.__all__ if f"{module.__name__}.{n}" not in anchors]
-    assert module.__all__ and not missing, missing
+@pytest.fixture(scope="module")
+def anchors(site) -> set[str]:
+    pages = (site / "api").glob("*/index.html")
+    return {
+        a for page in pages for a in re.findall(r'id="(lambda_keras\.[\w.]+)"', page.read_text())
+    }
 
 
-def test_the_training_reference_renders_its_modules(site):
-    html = (site / "api" / "training" / "index.html").read_text()
-    for module in ("data", "recipes", "trainer", "resume", "data_parallel", "detection.run"):
-        assert f'id="lambda_keras.training.{module}"' in html, module
+def test_the_api_reference_has_every_public_module_and_name(anchors):
+    """Each public module has its anchor, and each of its public names has one there or where
+    the same object is documented (a re-export of a package or another module)."""
+    modules = public_modules()
+    loaded = {name: public_names(name) for name in modules}
+    missing = [name for name in modules if name not in anchors]
+    for name, (_, names) in loaded.items():
+        for attribute, obj in names.items():
+            homes = {f"{name}.{attribute}", f"{name}.{attribute}.{attribute}"}
+            if obj is not None:
+                homes |= {
+                    f"{other}.{attribute}"
+                    for other, (m, _) in loaded.items()
+                    if m is not None and getattr(m, attribute, None) is obj
+                }
+            if not homes & anchors:
+                missing.append(f"{name}.{attribute}")
+    assert len(modules) > 80 and missing == [], missing
 
 
 @pytest.mark.end_to_end
@@ -124,17 +151,39 @@ def test_every_page_is_in_the_navigation():
     assert {page for page in pages if page not in nav} == set()
 
 
-def test_the_benchmark_tables_are_the_results_files():
+def test_every_notebook_is_a_page_of_the_site(site):
+    """The notebooks render (mkdocs-jupyter, from docs/notebooks/ linking to notebooks/)."""
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert sorted(p.name for p in (DOCS / "notebooks").iterdir()) == [p.name for p in notebooks]
+    nav = (ROOT / "mkdocs.yml").read_text()
+    for notebook in notebooks:
+        cells = json.loads(notebook.read_text())["cells"]
+        title = next(c for c in cells if c["cell_type"] == "markdown")["source"][0]
+        page = (site / "notebooks" / notebook.stem / "index.html").read_text()
+        assert title.lstrip("# ").strip() in page and "highlight-ipynb" in page, notebook.name
+        assert (
+            f"notebooks/{notebook.name}" in nav
+            and f"notebooks/{notebook.name})" in (DOCS / "notebooks.md").read_text()
+        )
+
+
+def test_the_measured_tables_are_the_results_files():
+    """Every results block on every page is what benchmarks/render.py makes of its file."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import render
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    text = (DOCS / "benchmarks.md").read_text()
-    assert render.named_tables(text), "no results block in docs/benchmarks.md"
-    assert render.rendered_page(text) == text, "python benchmarks/render.py"
-    for name, table in render.named_tables(text):
-        assert (DOCS / "images" / "benchmarks" / f"{name}_{table}.png").exists()
+    blocks = 0
+    for page in render.pages():
+        text = page.read_text()
+        assert render.rendered_page(text, page) == text, f"{page.name}: python benchmarks/render.py"
+        for name, table, plotted in render.named_tables(text):
+            blocks += 1
+            image = DOCS / "images" / "benchmarks" / f"{name}_{table}.png"
+            drawn = plotted and render._table(name, table, page)[1].plot != "none"
+            assert image.exists() == drawn, image
+    assert blocks >= 15
 
 
 def test_the_home_page_gives_the_readme_s_two_commands():

@@ -21,8 +21,10 @@ def blocks(language):
 
 
 def test_readme_starts_with_the_two_commands():
+    """The title and one sentence of what the project is, then the two commands."""
     first_two = blocks("bash")[:2]
-    assert README.index("```bash") < 20
+    before = README[: README.index("```bash")].strip().split("\n\n")
+    assert before[0] == "# lambda_keras" and len(before) == 2 and len(before[1]) < 300
     assert "training/train.py" in first_two[0]
     assert "pytest" in first_two[1]
 

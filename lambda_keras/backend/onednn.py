@@ -23,6 +23,8 @@ from functools import cache
 __all__ = ["VARIABLE", "prefer_onednn", "warn_slow_convolutions"]
 
 VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
+"""The environment variable TensorFlow reads once, on import, to turn oneDNN on (`1`) or off
+(`0`)."""
 X86 = ("x86_64", "amd64", "i386", "i686")
 
 

@@ -7,6 +7,7 @@ from lambda_keras import _validation as v
 __all__ = ["SIZE_MULTIPLE", "check_image_size", "round_up"]
 
 SIZE_MULTIPLE = 64  # the stride of P6, the coarsest pyramid level
+"""The multiple every side of a `MaskRCNN` input must be: the stride of P6, the coarsest level."""
 
 
 def check_image_size(image_size, name: str = "image_size") -> int:

@@ -23,6 +23,7 @@ __all__ = [
 ]
 
 IMPLEMENTATIONS = ("auto", "einsum", "conv", "depthwise")
+"""The values of `implementation=`: `auto` chooses one of the other three."""
 # `implementation="auto"`. The einsum computes position lambdas against every position of the map
 # (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
 # with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU the
@@ -43,8 +44,13 @@ CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {
     "jax": 32,
     "torch": 4,
 }
+"""On a CPU, `auto` picks `einsum` when the map holds at most this many times the positions of
+the scope window, per CPU kind (`backend.devices.cpu_kind`); set from
+`benchmarks/bench_layers.py --sweep`."""
 # On a GPU/TPU the paper's rule (Appendix F.2): einsum for |n| <= 852 and |u| = 1, else conv.
 ACCELERATOR_EINSUM_MAX_POSITIONS = 852
+"""On a GPU or TPU, `auto` picks `einsum` for maps of at most this many positions (and
+`intra_depth` 1), the paper's rule (Appendix F.2)."""
 
 
 def choose_implementation(

@@ -81,6 +81,10 @@ def check_shared_embedding(layer, embedding):
 
 
 def embedding_size(layer, spatial) -> tuple[int, ...]:
+    """The relative embeddings' extent per spatial axis: the odd `scope_size` of a local
+    layer, else `2 * s - 1` for each side `s` of the largest map (`max_size`, or the map's own
+    static size), every offset between two of its positions; an error naming the argument
+    when neither is known or the rank does not fit."""
     rank = len(spatial)
     if layer.scope_size is not None:
         return v.odd_window("scope_size", layer.scope_size, rank)
@@ -178,6 +182,8 @@ def _assert_when_run(layer, condition, covers: str, spatial):
 
 
 def check_input_rank(input_shape) -> int:
+    """The input's number of spatial axes: 1 for `[batch, length, channels]`, 2 for
+    `[batch, height, width, channels]`; a `ValueError` naming the shape for any other rank."""
     if len(input_shape) not in (3, 4):
         raise ValueError(
             "LambdaLayer `inputs` must have rank 3 ([batch, length, channels]) or rank 4 "
@@ -190,6 +196,8 @@ def check_input_rank(input_shape) -> int:
 # Position embeddings larger than this many elements (1 GiB in float32) are refused up front
 # instead of failing with an out-of-memory error after seconds of allocation.
 MAX_EMBEDDING_ELEMENTS = 2**28
+"""The most elements a dense relative-position embedding `E[k, n, m]` may have before the layer
+refuses the map size (use a local scope or `conv`)."""
 
 
 def check_embedding_size(name: str, window: tuple[int, ...], per_offset: int) -> None:

@@ -28,6 +28,8 @@ CONV_IMPLEMENTATIONS = {
     "depthwise": "depthwise",
     "einsum": "einsum",
 }
+"""`LambdaConv2D`'s `implementation` values and the layer's implementation each maps to
+(`conv3d` is the paper's name for `conv`)."""
 
 
 class _LambdaConv(LambdaLayer):

@@ -29,7 +29,11 @@ from lambda_keras.layers.relative_position_embedding import RelativePositionEmbe
 __all__ = ["LambdaLayer", "IMPLEMENTATIONS", "KEY_NORMALIZATIONS", "QUERY_NORMALIZATIONS"]
 
 KEY_NORMALIZATIONS = ("softmax", "l2", "none")
+"""The values of `key_normalization`: softmax over the context positions (the paper's), L2, or
+none."""
 QUERY_NORMALIZATIONS = ("none", "softmax")
+"""The values of `query_normalization`: none (the paper's, with batch norm) or softmax over
+the key depth."""
 
 # The einsum builds the dense embeddings of at most this many elements at a time (64 MiB in
 # float32): larger maps are processed in chunks of queries.

@@ -23,6 +23,8 @@ __all__ = [
 
 # "auto": DataParallel when more than one device is present; "one_device": no distribution.
 JAX_STRATEGIES = ("auto", "data_parallel", "one_device")
+"""The `--strategy` values on JAX: `data_parallel` shards the batch over every local device,
+`auto` does so when there is more than one, `one_device` does not."""
 
 
 def initialize_hosts(

@@ -25,7 +25,9 @@ __all__ = [
 ]
 
 TENSORFLOW_STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
+"""The `--strategy` values on TensorFlow (`tf.distribute`)."""
 STRATEGIES = (*TENSORFLOW_STRATEGIES, "data_parallel")
+"""Every `--strategy` value: TensorFlow's and `data_parallel` (Keras on JAX)."""
 # What each backend runs, and what to ask for instead of a strategy of the other one.
 _BACKEND_STRATEGIES = {
     "tensorflow": TENSORFLOW_STRATEGIES,

@@ -17,8 +17,8 @@ def register_check(
     allow_none: bool = False,
 ) -> None:
     """Validate ``--name`` with ``check(value)``, a library check that raises ``ValueError`` or
-    ``TypeError`` naming the argument ([`lambda_keras._validation`][lambda_keras._validation] and
-    its kin).
+    ``TypeError`` naming the argument (the private ``lambda_keras._validation`` checks and
+    their kin).
 
     Args:
         name: The flag, also the argument name the check's message uses.

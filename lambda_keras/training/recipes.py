@@ -126,6 +126,7 @@ RECIPES = {
     "90ep": Recipe("90ep", epochs=90),
     "350ep": Recipe("350ep", epochs=350, l2=4e-5, table20=True),
 }
+"""The classification recipes by name: App. F.3's `90ep` and `350ep`."""
 
 
 def describe(recipe: Recipe, global_batch_size: int, total_steps: int) -> str:

@@ -32,13 +32,21 @@ from lambda_keras.zoo import resnet_rs, timm_checkpoint, timm_lambda_resnet
 from lambda_keras.zoo import weights as weights_lib
 from lambda_keras.zoo.registry import model_builder
 
-__all__ = ["MODELS", "assign_checkpoint", "convert", "keras_weights", "read_checkpoint"]
+__all__ = [
+    "MODELS",
+    "TIMM_NAMES",
+    "assign_checkpoint",
+    "convert",
+    "keras_weights",
+    "read_checkpoint",
+]
 
 LAMBDA_RESNETS = tuple(timm_lambda_resnet.SPECS)
 RESNET_RS = tuple(f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS)
 MODELS = LAMBDA_RESNETS + RESNET_RS
-# timm's own names where the zoo's differ: --model=resnetrs50 is resnet_rs50.
+"""The `--model` values of the converter: timm's LambdaResNets and ResNet-RS models."""
 TIMM_NAMES = {f"resnetrs{depth}": f"resnet_rs{depth}" for depth in resnet_rs.TIMM_WEIGHTS}
+"""timm's own names where the zoo's differ: `--model=resnetrs50` is `resnet_rs50`."""
 
 
 def _family(model_name: str) -> str:

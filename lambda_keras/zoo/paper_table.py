@@ -24,6 +24,9 @@ FLOPS_TOLERANCE = 0.03
 
 @dataclasses.dataclass(frozen=True)
 class PaperRow:
+    """One row of the table: a configuration the paper gives parameters (and FLOPs) for, the
+    table it is in, and the zoo model and arguments that build it."""
+
     label: str
     source: str
     model: str
@@ -86,6 +89,8 @@ def _delta(built: float, paper: float) -> str:
 
 
 def markdown(results: list[dict]) -> str:
+    """The Markdown table (docs/zoo.md) of [`measure`][lambda_keras.zoo.paper_table.measure]'s
+    results."""
     lines = [
         "| model | paper | builder | params (M), paper | params (M), built | Δ "
         "| FLOPs (M), paper | FLOPs (M), built | Δ |",
@@ -112,6 +117,7 @@ def markdown(results: list[dict]) -> str:
 
 
 def main() -> None:
+    """Measure every row and print the table."""
     results = []
     for row in PAPER:
         results.append(measure(row))

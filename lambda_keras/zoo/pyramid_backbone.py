@@ -39,8 +39,12 @@ from lambda_keras.zoo.resnet_family import DEPTHS, SPECS, build_family_model
 __all__ = ["BATCH_NORM_MODES", "LambdaResNetBackbone", "PYRAMID_LEVELS", "ResNetRSBackbone"]
 
 BATCH_NORM_MODES = ("standard", "synchronized", "frozen")
+"""The pyramid backbones' `batch_norm` values: per-replica, synchronised across replicas, or
+frozen (inference statistics, no updates)."""
 # Pyramid level -> the zoo stage whose last block output it is (its stride is 2**level).
 PYRAMID_LEVELS = {"P2": 0, "P3": 1, "P4": 2, "P5": 3}
+"""The pyramid levels a backbone outputs (strides 4 to 32) and the stage each is taken from
+(0 = c2 ... 3 = c5)."""
 STRIDE = 32
 
 

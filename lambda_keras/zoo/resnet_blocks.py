@@ -63,6 +63,8 @@ class LambdaConfig:
 
 @dataclasses.dataclass(frozen=True)
 class NormConfig:
+    """The batch norm settings of a model's blocks (momentum and epsilon)."""
+
     momentum: float = 0.9
     epsilon: float = 1e-5
 
@@ -104,6 +106,7 @@ def conv_bn_act(
 
 
 def conv_bn_relu(x, filters, kernel_size, strides, norm: NormConfig, name: str):
+    """[`conv_bn_act`][lambda_keras.zoo.resnet_blocks.conv_bn_act] with a ReLU."""
     return conv_bn_act(x, filters, kernel_size, strides, norm, name, "relu")
 
 

@@ -100,6 +100,8 @@ DEPTHS: dict[int, ResNetRSDepth] = {
         ),
     )
 }
+"""Each depth of the ResNet-RS family: blocks per stage, where Table 19 puts lambda layers, and
+Table 20's training settings by image size."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -144,6 +146,8 @@ def _specs(row: ResNetRSDepth) -> tuple[ResNetRSSpec, ...]:
 SPECS: dict[str, ResNetRSSpec] = {
     spec.name: spec for row in DEPTHS.values() for spec in _specs(row)
 }
+"""Every registered model of the family (ResNet-RS, LambdaResNet and LambdaResNet-C4 at each
+depth) by registry name."""
 
 
 _FAMILY_DOC = (

@@ -89,6 +89,8 @@ TIMM_WEIGHTS: dict[int, TimmResNetRSWeights] = {
         TimmResNetRSWeights(420, 320, 416, 1.0, 84.4),
     )
 }
+"""timm's `resnetrs<depth>.tf_in1k` ImageNet weights by depth: the sizes they were trained
+and are evaluated at, timm's crop fraction and the top-1 the ResNet-RS authors report."""
 
 # How each file is checked (lambda_keras.zoo.integrity), where its digest or commit was read,
 # and timm's top-1 / top-5 (%) (timm_checkpoint.TIMM_RESULTS).

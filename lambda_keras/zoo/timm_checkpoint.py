@@ -44,6 +44,8 @@ import numpy as np
 __all__ = ["FAMILIES", "TIMM_HUB", "TIMM_RESULTS", "assign_checkpoint", "keras_weights"]
 
 FAMILIES = ("byobnet", "resnet")
+"""The timm model families whose state dicts the converter reads (`byobnet` for the
+LambdaResNets, `resnet` for ResNet-RS)."""
 TIMM_HUB = "https://huggingface.co/timm"
 """Where timm's checkpoints are (the Hugging Face Hub's ``timm`` organisation)."""
 TIMM_RESULTS = (

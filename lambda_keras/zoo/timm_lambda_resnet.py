@@ -158,6 +158,7 @@ SPECS: dict[str, TimmLambdaResNetSpec] = {
         ),
     )
 }
+"""timm's three ImageNet LambdaResNets by name: their stages, lambda placements and weights."""
 
 
 # How each file is checked (lambda_keras.zoo.integrity), where its digest or commit was read,

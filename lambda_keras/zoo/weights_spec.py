@@ -12,9 +12,13 @@ from lambda_keras.zoo.integrity import INTEGRITY_RULES, is_commit, is_sha256
 __all__ = ["HUB_WEB", "METRICS", "PREPROCESSING_MODES", "SOURCE_FORMATS", "WeightsSpec"]
 
 PREPROCESSING_MODES = ("torch", "tf", "caffe")
+"""How a weights file expects its inputs: `torch` (ImageNet mean/std on `[0, 1]`), `tf` (`[-1,
+1]`) or `caffe` (BGR, mean subtracted)."""
 # A Keras .weights.h5 is loaded as it is; timm's and torchvision's checkpoints are converted once
 # (register_converter).
 SOURCE_FORMATS = ("keras", "timm", "torchvision")
+"""The formats a registered file may come in: a Keras `.weights.h5`, a timm checkpoint or a
+torchvision checkpoint (converted when loaded)."""
 METRICS = {
     "imagenet_top1": "ImageNet-1k top-1 (%)",
     "imagenet_top5": "ImageNet-1k top-5 (%)",
@@ -24,6 +28,8 @@ METRICS = {
 """The metrics a spec may carry: key -> what it is."""
 # The Hub's public address, for the files' addresses shown to people.
 HUB_WEB = "https://huggingface.co"
+"""The Hugging Face Hub's web address: the pages that registered files and their digests are
+read on."""
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -56,13 +56,36 @@ def test_render_fills_each_block_and_the_check_sees_a_stale_page(tmp_path, monke
     monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=/elsewhere/x.json"])
     results.write(str(tmp_path / "x.json"), "bench_x", [table()])
     monkeypatch.setattr(render, "RESULTS", tmp_path)
+    monkeypatch.setitem(render.summaries.SUMMARIES, "x/speed", lambda t: f"{len(t.rows)} rows.")
     page = "# B\n\n<!-- results: x/speed -->\nold figures\n<!-- end results -->\n"
-    rendered = render.rendered_page(page)
+    rendered = render.rendered_page(page, tmp_path / "page.md")
     assert "old figures" not in rendered and table().markdown() in rendered
+    assert "Speed, ms\n\n2 rows.\n\n| op |" in rendered  # title, sentence, table
     assert "--output=benchmarks/results/x.json" in rendered  # the repository's path
     assert "![Speed, ms](images/benchmarks/x_speed.png)" in rendered
-    assert render.rendered_page(rendered) == rendered
-    render.plot(results.read(tmp_path / "x.json")[1]["speed"], tmp_path / "plot.png")
-    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    assert render.rendered_page(rendered, tmp_path / "page.md") == rendered
+    unplotted = render.rendered_page(page.replace("x/speed", "x/speed no-plot"), tmp_path)
+    assert "![" not in unplotted and table().markdown() in unplotted
     with pytest.raises(SystemExit, match="no table 'other'"):
-        render.rendered_page(page.replace("x/speed", "x/other"))
+        render.rendered_page(page.replace("x/speed", "x/other"), tmp_path)
+    monkeypatch.delitem(render.summaries.SUMMARIES, "x/speed")
+    with pytest.raises(SystemExit, match="no sentence for x/speed"):
+        render.rendered_page(page, tmp_path)
+
+
+def test_a_plot_draws_numbers_only_one_unit_per_axis(tmp_path, monkeypatch):
+    t = results.Table("b", "`model` steps", ["backbone", "params (M)", "step (s)", "train s"])
+    t.add("`lambda`", 17.0, 4.9, 5.1)
+    t.add("auto's choice", "1.00 (einsum)", None, None)  # a row of text: not drawn
+    assert [render.unit(c) for c in t.columns[1:]] == ["M", "s", "s"]
+    drawn = []
+    import matplotlib.axes
+
+    monkeypatch.setattr(
+        matplotlib.axes.Axes,
+        "set_yticklabels",
+        lambda self, labels, **kw: drawn.append(list(labels)),
+    )
+    render.plot(t, tmp_path / "b.png")
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+    assert drawn == [["lambda"], [""]]  # two panels (M, s), one row, no backticks

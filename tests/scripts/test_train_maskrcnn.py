@@ -19,6 +19,10 @@ from training import eval_maskrcnn, train_maskrcnn
 pytestmark = pytest.mark.end_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import bench_detection_job as DETECTION_JOB  # noqa: E402, N812
+
+sys.path.remove(str(ROOT / "benchmarks"))
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
 
 
@@ -67,6 +71,8 @@ def test_train_prints_cocoeval_and_exports(trained):
     folder, stdout = trained
     assert "COCOeval bbox" in stdout or "no detections" in stdout
     assert "box AP" in stdout and "mask AP" in stdout
+    # What benchmarks/bench_detection_job.py reads for the documentation's table.
+    assert DETECTION_JOB.FINAL.search(stdout) and DETECTION_JOB.AP50.search(stdout), stdout
     assert (folder / "run" / "model.keras").is_file()
     labels = json.loads((folder / "run" / "labels.json").read_text())
     assert labels == {

@@ -17,6 +17,7 @@ import torch
 
 @functools.cache  # asked on every NMS call: the answer does not change in a process
 def available() -> bool:
+    """Whether torchvision is installed (its kernel is used only then)."""
     return importlib.util.find_spec("torchvision") is not None
 
 

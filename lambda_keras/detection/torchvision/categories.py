@@ -20,6 +20,8 @@ _NAMES = (
 COCO_CATEGORIES: dict[int, str] = {
     i: name.replace("_", " ") for i, name in enumerate(_NAMES, start=1) if name != "-"
 }
+"""COCO category id -> name, for the 80 categories torchvision's COCO models detect (ids 1 to
+90, with gaps)."""
 
 
 def coco_class_categories() -> list[dict]:

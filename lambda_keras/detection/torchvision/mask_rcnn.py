@@ -68,10 +68,15 @@ __all__ = [
 ]
 
 ARCHITECTURE = "maskrcnn_resnet50_fpn"
+"""The registry name of torchvision's `maskrcnn_resnet50_fpn` (v1) port."""
 ARCHITECTURE_V2 = "maskrcnn_resnet50_fpn_v2"
+"""The registry name of torchvision's `maskrcnn_resnet50_fpn_v2` port."""
 COCO_CLASSES = 90  # torchvision's 91 labels without the background
+"""The classes of torchvision's COCO heads, background excluded (91 labels, ids 1 to 90)."""
 # The layers whose shapes depend on the classes: re-initialised when fine-tuning.
 CLASS_LAYERS = ("box_head/logits", "box_head/deltas", "mask_head/logits")
+"""The layers whose shapes depend on the number of classes: re-initialised by
+`reset_class_layers`."""
 # torchvision's rules as MaskRCNN settings (the backbone and categories come with the builder).
 TORCHVISION_RULES = {
     "rpn_top_k": (2000, 2000, 1000, 1000),
@@ -81,6 +86,9 @@ TORCHVISION_RULES = {
     "detection_min_size": 1e-2,
     "detection_candidates": 4000,
 }
+"""The `MaskRCNN` settings that make it compute what torchvision's v1 model computes: proposal
+counts, anchors, ROIAlign without the half-pixel shift, the smallest proposal and detection
+sizes, the candidates kept before the final NMS."""
 # What maskrcnn_resnet50_fpn_v2 changes: batch norm in the FPN and the heads, two RPN
 # convolutions, a box head of four convolutions and one fully connected layer.
 TORCHVISION_V2_RULES = {
@@ -91,6 +99,8 @@ TORCHVISION_V2_RULES = {
     "box_head_fcs": 1,
     "head_batch_norm": True,
 }
+"""`TORCHVISION_RULES` plus v2's heads: batch norm in the FPN, two RPN convolutions, four box-
+head convolutions and one fc layer."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,6 +129,8 @@ weights_lib.register_converter("torchvision", _convert)
 TORCHVISION_WEIGHTS = (
     "https://github.com/pytorch/vision/blob/v0.29.1/torchvision/models/detection/mask_rcnn.py"
 )
+"""Where torchvision publishes its COCO checkpoints' URLs, digests and metrics (the registry's
+source for them)."""
 COCO_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth",
@@ -136,6 +148,8 @@ COCO_WEIGHTS = weights_lib.WeightsSpec(
     source_format="torchvision",
     aliases=("coco",),
 )
+"""The registered spec of torchvision's COCO `maskrcnn_resnet50_fpn` checkpoint
+(`weights="coco"`)."""
 COCO_V2_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_v2_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_v2_coco-73cbd019.pth",
@@ -150,6 +164,8 @@ COCO_V2_WEIGHTS = weights_lib.WeightsSpec(
     source_format="torchvision",
     aliases=("coco",),
 )
+"""The registered spec of torchvision's COCO `maskrcnn_resnet50_fpn_v2` checkpoint
+(`weights="coco"`)."""
 weights_lib.register_weights(COCO_WEIGHTS, overwrite=True)
 weights_lib.register_weights(COCO_V2_WEIGHTS, overwrite=True)
 

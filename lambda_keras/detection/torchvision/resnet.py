@@ -26,6 +26,7 @@ from lambda_keras.zoo.resnet_blocks import conv
 __all__ = ["STAGE_BLOCKS", "resnet50_backbone"]
 
 STAGE_BLOCKS = (3, 4, 6, 3)
+"""Bottleneck blocks per stage of torchvision's ResNet-50 (c2 to c5)."""
 
 
 def resnet50_backbone(

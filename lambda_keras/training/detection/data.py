@@ -104,6 +104,7 @@ RESUMABLE_CHANGES = resume.ALWAYS_RESUMABLE | {
     "val_annotations",
     "val_images",
 }
+"""Settings that may differ when a killed detection run is started again over its `model_dir`."""
 
 
 def prepare_data(config: DetectionConfig) -> PreparedData:

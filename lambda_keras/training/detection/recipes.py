@@ -91,3 +91,5 @@ RECIPES = {
         ),
     )
 }
+"""The detection recipes by name: `paper` (App. F.3, from scratch), `finetune` (from
+classification or COCO weights) and the small `shapes` default."""

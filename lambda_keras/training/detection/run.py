@@ -24,6 +24,7 @@ _BACKBONE_CLASSES = {
     "torchvision_resnet": (None, {}),
 }
 BACKBONES = tuple(_BACKBONE_CLASSES)
+"""The `--backbone` values of the detection trainer."""
 
 
 @dataclasses.dataclass(frozen=True)

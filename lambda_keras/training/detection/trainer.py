@@ -26,7 +26,7 @@ __all__ = ["train"]
 
 def train(config: DetectionConfig, prepared: PreparedData | None = None) -> dict:
     """Train, evaluate with COCOeval on the validation set, export; returns the scores.
-    ``prepared``: the run's [`prepare_data`][lambda_keras.training.detection.trainer.prepare_data]
+    ``prepared``: the run's [`prepare_data`][lambda_keras.training.detection.data.prepare_data]
     (read here when not given)."""
     prepared = prepared or prepare_data(config)
     with prepared.placement.run_scope():

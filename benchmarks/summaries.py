@@ -1,0 +1,253 @@
+"""One sentence under each rendered table, written from its numbers.
+
+``SUMMARIES`` maps ``"<results file>/<table>"`` to a function of the :class:`results.Table`
+that returns the sentence; ``benchmarks/render.py`` puts it between the title and the table,
+and refuses a table that has none. Each function reads the rows: a re-measured table gets a
+sentence that says what the new numbers say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from results import Table
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _column(table: Table, name: str) -> int:
+    return table.columns.index(name)
+
+
+def _range(ratios: Sequence[float], digits: int = 2) -> str:
+    low, high = min(ratios), max(ratios)
+    if round(low, digits) == round(high, digits):
+        return f"{low:.{digits}f}x"
+    return f"{low:.{digits}f}-{high:.{digits}f}x"
+
+
+def _ratios(table: Table, numerator: str, denominator: str, rows=None) -> list[float]:
+    i, j = _column(table, numerator), _column(table, denominator)
+    return [
+        row[i] / row[j]
+        for row in (table.rows if rows is None else rows)
+        if _number(row[i]) and _number(row[j]) and row[j]
+    ]
+
+
+def _plain(text: str) -> str:
+    return text.replace("`", "")
+
+
+def series(first: str, second: str, quantity: str) -> Callable[[Table], str]:
+    """Two columns against the first one (a map side): their ratio, and where their order
+    turns for good."""
+
+    def sentence(table: Table) -> str:
+        x, i, j = 0, _column(table, first), _column(table, second)
+        rows = [r for r in table.rows if _number(r[i]) and _number(r[j])]
+        text = (
+            f"{first} needs {_range(_ratios(table, first, second, rows))} the {quantity} of "
+            f"{second} over {table.columns[x]}s {rows[0][x]} to {rows[-1][x]}"
+        )
+        below = [r[i] < r[j] for r in rows]
+        if all(below):
+            return text + f", less at every {table.columns[x]}."
+        if below[-1]:
+            turn = next(k for k in range(len(rows)) if all(below[k:]))
+            return text + f", and less from {table.columns[x]} {rows[turn][x]} on."
+        return text + f", and more at {table.columns[x]} {rows[-1][x]}."
+
+    return sentence
+
+
+def against(reference: str, quantity: str, others: Sequence[str] | None = None):
+    """Each other value column as a multiple of ``reference``'s value in the same row."""
+
+    def sentence(table: Table) -> str:
+        columns = others or [
+            c for k, c in enumerate(table.columns) if table.kind_of(k) == "value" and c != reference
+        ]
+        parts = [
+            f"{_plain(c)} {_range(_ratios(table, c, reference))}"
+            for c in columns
+            if _ratios(table, c, reference)
+        ]
+        return f"Against {_plain(reference)}'s {quantity} (per row): " + ", ".join(parts) + "."
+
+    return sentence
+
+
+def pairs(quantity: str, *compared: tuple[str, str]):
+    """Column pairs (ours, the reference kernel) as multiples, row by row."""
+
+    def sentence(table: Table) -> str:
+        parts = []
+        for ours, theirs in compared:
+            ratios = _ratios(table, ours, theirs)
+            parts.append(f"{ours} takes {_range(ratios)} the {quantity} of {theirs}")
+        rows = len([r for r in table.rows if any(_number(v) for v in r)])
+        return f"Over its {rows} rows, " + "; ".join(parts) + "."
+
+    return sentence
+
+
+def rows_against(label: int, reference: str, columns: Sequence[str], ignore: Sequence[int] = ()):
+    """Rows whose label ``label`` is not ``reference`` against the row that is and shares the
+    other labels (but those in ``ignore``): each of ``columns`` as a multiple of its value."""
+
+    def sentence(table: Table) -> str:
+        def key(row):
+            skipped = {label, *ignore}
+            return tuple(v for k, v in enumerate(row[: table.labels]) if k not in skipped)
+
+        base = {key(r): r for r in table.rows if r[label] == reference}
+        parts = []
+        for other in dict.fromkeys(r[label] for r in table.rows if r[label] != reference):
+            matched = [(r, base[key(r)]) for r in table.rows if r[label] == other]
+            ranges = []
+            for name in columns:
+                c = _column(table, name)
+                ratios = [r[c] / b[c] for r, b in matched if _number(r[c]) and _number(b[c])]
+                if ratios:
+                    ranges.append(f"{name} {_range(ratios)}")
+            parts.append(f"{table.columns[label]} {other}: " + ", ".join(ranges))
+        return (
+            f"Against {table.columns[label]} {reference} (the same other settings): "
+            + "; ".join(parts)
+            + "."
+        )
+
+    return sentence
+
+
+def ratio_by_label(label: int, numerator: str, denominator: str, quantity: str):
+    """``numerator / denominator`` per value of label column ``label`` (an implementation)."""
+
+    def sentence(table: Table) -> str:
+        parts = []
+        for value in dict.fromkeys(r[label] for r in table.rows):
+            rows = [r for r in table.rows if r[label] == value]
+            ratios = _ratios(table, numerator, denominator, rows)
+            if ratios:
+                parts.append(f"{_plain(str(value))} {_range(ratios, 1)}")
+        return (
+            f"{numerator} takes this multiple of {denominator}'s {quantity}: "
+            + ", ".join(parts)
+            + "."
+        )
+
+    return sentence
+
+
+def fastest_implementation(table: Table) -> str:
+    """Which implementation is fastest per shape, on each backend (the numeric rows)."""
+    value_columns = [
+        c for k, c in enumerate(table.columns) if table.kind_of(k) == "value" and c != "timm"
+    ]
+    parts = []
+    for name in value_columns:
+        c = _column(table, name)
+        wins: dict[str, int] = {}
+        shapes = dict.fromkeys(tuple(r[:2]) for r in table.rows)
+        for shape in shapes:
+            timed = [r for r in table.rows if tuple(r[:2]) == shape and _number(r[c])]
+            if timed:
+                best = min(timed, key=lambda r: r[c])[2]
+                wins[best] = wins.get(best, 0) + 1
+        counted = ", ".join(f"{impl} {n}" for impl, n in sorted(wins.items(), key=lambda w: -w[1]))
+        parts.append(f"{name} {counted}")
+    return f"The fastest implementation, shapes won of {len(shapes)}: " + "; ".join(parts) + "."
+
+
+def memory_rows(table: Table) -> str:
+    """The lambda layer's memory against MultiHeadAttention's at the same batch."""
+    layer, batch, peak, note = range(4)
+    lambda_row = next(r for r in table.rows if r[layer].startswith("LambdaLayer"))
+    same = next(r for r in table.rows if r[batch] == lambda_row[batch] and r is not lambda_row)
+    how = "" if same[note] == "measured" else f" ({same[note]} of the smaller batches)"
+    return (
+        f"At batch {lambda_row[batch]} the global lambda layer adds {lambda_row[peak]:,.0f} MiB, "
+        f"MultiHeadAttention {same[peak]:,.0f} MiB{how}: "
+        f"{same[peak] / lambda_row[peak]:.1f}x as much."
+    )
+
+
+def detection_training(table: Table) -> str:
+    """Each backend's training step against torchvision's (another model: said so)."""
+    reference = next(r for r in table.rows if _number(r[_column(table, "torchvision")]))
+    base = reference[_column(table, "torchvision")]
+    ours = next(r for r in table.rows if r is not reference)
+    parts = [
+        f"{name} {ours[_column(table, name)] / base:.2f}x"
+        for name in ("tensorflow", "jax", "torch")
+        if _number(ours[_column(table, name)])
+    ]
+    return (
+        f"{ours[0]} against {reference[0]} (a different backbone, so not a like-for-like "
+        "comparison), time per step: " + ", ".join(parts) + "."
+    )
+
+
+def equality(table: Table) -> str:
+    """Whether every route matched every detection, and the largest differences."""
+    tv, ours, matched = (_column(table, c) for c in table.columns[2:5])
+    box, score, mask = (_column(table, c) for c in table.columns[5:8])
+    complete = all(r[tv] == r[ours] == r[matched] for r in table.rows)
+    counts = sorted({r[tv] for r in table.rows})
+    return (
+        f"{'Every' if complete else 'Not every'} route matched "
+        f"{'all' if complete else 'each of'} torchvision's "
+        f"{' / '.join(f'{c:,}' for c in counts)} detections; over all routes the largest box "
+        f"difference is {max(r[box] for r in table.rows):.4f} px, the largest score difference "
+        f"{max(r[score] for r in table.rows):.6f} and at most "
+        f"{max(r[mask] for r in table.rows):.4f}% of a mask's pixels differ."
+    )
+
+
+def detection_job(table: Table) -> str:
+    parts = [
+        f"on {r[0]} box AP {r[1]:.3f} and mask AP {r[2]:.3f} (IoU .50:.95) after "
+        f"{r[5]:,} s of training"
+        for r in table.rows
+    ]
+    return "The default run reaches " + "; ".join(parts) + "."
+
+
+def main_job(table: Table) -> str:
+    parts = [
+        f"on {r[0]} {r[1]} reaches {r[3]:.2f}% test top-1 after {r[4]:,} s of training"
+        for r in table.rows
+    ]
+    return "Each run from a fresh process: " + "; ".join(parts) + "."
+
+
+SUMMARIES: dict[str, Callable[[Table], str]] = {
+    "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
+    "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),
+    "layers/versus_timm": against("timm", "time"),
+    "layers/layers": fastest_implementation,
+    "layers/memory": memory_rows,
+    "layers_onednn/layers": ratio_by_label(
+        2, "tensorflow_onednn_off", "tensorflow_onednn_on", "time"
+    ),
+    "train/train": rows_against(0, "tensorflow", ["train img/s", "inference img/s"], ignore=[3]),
+    "detection/inference": against("torchvision", "time per photo"),
+    "detection/training": detection_training,
+    "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
+    "backbones/backbones": rows_against(0, "resnet_rs101", ["step (s)", "peak memory (GB)"]),
+    "backbones_onednn/backbones": rows_against(1, "on", ["step (s)", "peak memory (GB)"]),
+    "timm_ports/timm_ports": against("timm (PyTorch)", "images/s"),
+    "detection_equality/equality": equality,
+    "detection_job/detection_job": detection_job,
+    "main_job/main_job": main_job,
+}
+
+
+def sentence(name: str, table: Table) -> str:
+    """The sentence for ``name`` (``"<file>/<table>"``); an error if it has none."""
+    if name not in SUMMARIES:
+        raise SystemExit(f"benchmarks/summaries.py has no sentence for {name}: add one")
+    return SUMMARIES[name](table)

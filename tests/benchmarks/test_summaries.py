@@ -1,0 +1,108 @@
+"""The sentence under each rendered table says what its numbers say."""
+
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+import results  # noqa: E402
+import summaries  # noqa: E402
+
+sys.path.remove(str(BENCHMARKS))
+
+
+def make(columns, rows, labels=1, plot="bars"):
+    table = results.Table("t", "T", columns, labels=labels, plot=plot)
+    for row in rows:
+        table.add(*row)
+    return table
+
+
+def test_two_series_give_their_ratio_and_where_their_order_turns():
+    memory = make(
+        ["map side", "lambda", "attention"],
+        [(8, 20.0, 10.0), (32, 100.0, 80.0), (48, 250.0, 360.0), (64, 300.0, 1100.0)],
+        plot="lines",
+    )
+    said = summaries.series("lambda", "attention", "memory")(memory)
+    assert said == (
+        "lambda needs 0.27-2.00x the memory of attention over map sides 8 to 64, "
+        "and less from map side 48 on."
+    )
+    memory.rows[-1][1] = 2000.0  # no longer below at the end
+    assert summaries.series("lambda", "attention", "memory")(memory).endswith(
+        "and more at map side 64."
+    )
+
+
+def test_columns_against_a_reference_column_row_by_row():
+    speed = make(["photo", "ref", "a", "b"], [("x", 4.0, 3.0, None), ("y", 2.0, 1.0, 2.2)])
+    assert summaries.against("ref", "time")(speed) == (
+        "Against ref's time (per row): a 0.50-0.75x, b 1.10x."
+    )
+    assert summaries.pairs("time", ("a", "ref"))(speed) == (
+        "Over its 2 rows, a takes 0.50-0.75x the time of ref."
+    )
+
+
+def test_rows_against_the_reference_row_with_the_same_other_labels():
+    train = make(
+        ["backend", "model", "XLA", "img/s"],
+        [
+            ("tf", "m1", "off", 10.0),
+            ("tf", "m2", "off", 20.0),
+            ("jax", "m1", "on", 4.0),
+            ("jax", "m2", "on", 10.0),
+        ],
+        labels=3,
+    )
+    said = summaries.rows_against(0, "tf", ["img/s"], ignore=[2])(train)
+    assert said == "Against backend tf (the same other settings): backend jax: img/s 0.40-0.50x."
+
+
+def test_the_fastest_implementation_is_counted_per_shape_and_backend():
+    layers = make(
+        ["stage", "scope", "implementation", "tf", "jax"],
+        [
+            ("c4", "7x7", "einsum", 2.0, 1.0),
+            ("c4", "7x7", "conv", 1.0, 9.0),
+            ("c4", "7x7", "auto", "1.0 (conv)", "1.0 (einsum)"),
+            ("c5", "7x7", "einsum", 3.0, 1.0),
+            ("c5", "7x7", "conv", 4.0, 9.0),
+        ],
+        labels=3,
+    )
+    assert summaries.fastest_implementation(layers) == (
+        "The fastest implementation, shapes won of 2: tf conv 1, einsum 1; jax einsum 2."
+    )
+    assert summaries.ratio_by_label(2, "jax", "tf", "time")(layers) == (
+        "jax takes this multiple of tf's time: einsum 0.3-0.5x, conv 2.2-9.0x."
+    )
+
+
+def test_the_equality_sentence_says_whether_every_detection_matched():
+    columns = ["model", "route", "tv", "ours", "matched", "box", "score", "mask"]
+    table = make(
+        columns,
+        [("m", "detect, jax", 497, 497, 497, 0.0034, 6.1e-5, 0.0007)],
+        labels=2,
+    )
+    said = summaries.equality(table)
+    assert said.startswith("Every route matched all torchvision's 497 detections")
+    assert "0.0034 px" in said and "0.000061" in said
+    table.add("m", "LiteRT", 497, 496, 496, 0.1, 1e-3, 0.2)
+    assert summaries.equality(table).startswith("Not every route matched")
+
+
+def test_every_rendered_table_of_the_docs_has_a_sentence():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import render
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    named = [
+        f"{name}/{table}"
+        for page in render.pages()
+        for name, table, _ in render.named_tables(page.read_text())
+    ]
+    assert named and [n for n in named if n not in summaries.SUMMARIES] == []
