@@ -1,4 +1,4 @@
-"""The detection job: ``training/train_maskrcnn.py`` with its defaults, run as a user runs it.
+"""The detection job: ``scripts/train_maskrcnn.py`` with its defaults, run as a user runs it.
 
 The embedded shapes data (300 training and 60 validation images at 128 x 128), a Mask R-CNN on a
 LambdaResNet-50 backbone at width 0.25, 1,000 steps at batch 8, then pycocotools' COCOeval.
@@ -23,7 +23,7 @@ from arguments import names, positive_int
 from results import Table, add_output_argument, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SCRIPT = os.path.join(ROOT, "training", "train_maskrcnn.py")
+SCRIPT = os.path.join(ROOT, "scripts", "train_maskrcnn.py")
 BACKENDS = ("tensorflow", "jax")
 FINAL = re.compile(r"box AP ([\d.]+), mask AP ([\d.]+) \(IoU .50:.95\) after (\d+) s of training")
 AP50 = re.compile(r"AP50: box ([\d.]+), mask ([\d.]+)\.")
@@ -63,7 +63,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     table = Table(
         "detection_job",
-        "training/train_maskrcnn.py with its defaults (the shapes data), a fresh process each",
+        "scripts/train_maskrcnn.py with its defaults (the shapes data), a fresh process each",
         ["backend", "box AP", "mask AP", "box AP50", "mask AP50", "training s", "whole run s"],
         digits=[0, 3, 3, 3, 3, 0, 0],
         plot="none",

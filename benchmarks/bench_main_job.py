@@ -1,6 +1,6 @@
 """The README's main job, LambdaResNet-50 and its convolutional baseline side by side.
 
-Runs ``training/train.py`` (the digits demo: width 0.25, 32x32, 30 epochs of the 90ep recipe)
+Runs ``scripts/train.py`` (the digits demo: width 0.25, 32x32, 30 epochs of the 90ep recipe)
 once per model and Keras backend (``--backend=tensorflow`` and ``--backend=jax``) in a fresh
 process, as a user would, and prints a table: parameters, test top-1,
 seconds of training (as the script reports them) and wall-clock seconds of the whole run
@@ -26,7 +26,7 @@ from arguments import positive_int
 from results import Table, add_output_argument, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TRAIN = os.path.join(ROOT, "training", "train.py")
+TRAIN = os.path.join(ROOT, "scripts", "train.py")
 
 
 BACKENDS = ("tensorflow", "jax")
@@ -67,7 +67,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     table = Table(
         "main_job",
-        "training/train.py (the main job) and its baseline, each run in a fresh process",
+        "scripts/train.py (the main job) and its baseline, each run in a fresh process",
         ["backend", "model", "parameters", "test top-1 (%)", "training s", "whole run s"],
         digits=[0, 0, 0, 2, 0, 0],
         labels=2,

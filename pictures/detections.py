@@ -1,13 +1,13 @@
 """Detections drawn on images, for docs/images/detections.png.
 
-The model is the one the documented command trains (``python training/train_maskrcnn.py``:
+The model is the one the documented command trains (``python scripts/train_maskrcnn.py``:
 a Mask R-CNN on a LambdaResNet-50 backbone, on the generated shapes data); the images are the
 first ``--count`` validation images of that data, which the model did not train on. Left of
 each pair the ground truth, right the detections above ``--threshold`` from
 :func:`lambda_keras.detection.detect` (boxes, masks pasted into the image, class names from the
 run's ``labels.json``).
 
-    python training/train_maskrcnn.py
+    python scripts/train_maskrcnn.py
     python pictures/detections.py [--model_dir=runs/maskrcnn] [--shapes_dir=runs/shapes_data]
 """
 

@@ -25,7 +25,7 @@ def test_readme_starts_with_the_two_commands():
     first_two = blocks("bash")[:2]
     before = README[: README.index("```bash")].strip().split("\n\n")
     assert before[0] == "# lambda_keras" and len(before) == 2 and len(before[1]) < 300
-    assert "training/train.py" in first_two[0]
+    assert "scripts/train.py" in first_two[0]
     assert "pytest" in first_two[1]
 
 

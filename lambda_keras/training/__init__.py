@@ -1,4 +1,4 @@
-"""Training support behind the absl scripts in ``training/``: input pipelines
+"""Training support behind the absl scripts in ``scripts/``: input pipelines
 ([`data`][lambda_keras.training.data]), the paper's recipes
 ([`recipes`][lambda_keras.training.recipes]), distribution strategies
 ([`distribute`][lambda_keras.training.distribute]), one training run

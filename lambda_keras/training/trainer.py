@@ -1,6 +1,6 @@
 """One training run: data, model, recipe, strategy, fault-tolerant ``fit``, evaluation, export.
 
-``training/train.py`` maps its absl flags onto
+``scripts/train.py`` maps its absl flags onto
 [`TrainConfig`][lambda_keras.training.trainer.TrainConfig] and calls
 [`train`][lambda_keras.training.trainer.train]. Keras runs on TensorFlow (``tf.distribute``
 strategies) or on JAX (``keras.distribution``, the TPU path); the input pipeline is ``tf.data`` on
@@ -87,7 +87,7 @@ def _finite(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-# Range checks of the numeric options, shared with training/train.py's absl flag validators:
+# Range checks of the numeric options, shared with scripts/train.py's absl flag validators:
 # option -> (accepts the value, what is allowed).
 OPTION_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "epochs": (

@@ -126,7 +126,7 @@ def child_env(backend: str | None = None, **extra: str) -> dict[str, str]:
 
 
 def run_script_on_jax(script: str, *args: str, devices: int = 2, timeout: int = 1200) -> str:
-    """``python training/<script> --backend=jax *args`` over ``devices`` CPU devices; returns
+    """``python scripts/<script> --backend=jax *args`` over ``devices`` CPU devices; returns
     its output (the run must succeed)."""
     import subprocess
     import sys
@@ -135,7 +135,7 @@ def run_script_on_jax(script: str, *args: str, devices: int = 2, timeout: int = 
     root = Path(__file__).resolve().parents[2]
     flags = f"--xla_force_host_platform_device_count={devices} {FAST_XLA_COMPILE}"
     env = child_env(XLA_FLAGS=flags)
-    command = [sys.executable, str(root / "training" / script), "--backend=jax", *args]
+    command = [sys.executable, str(root / "scripts" / script), "--backend=jax", *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout

@@ -26,7 +26,7 @@ def test_main_job_reaches_95_percent(tmp_path, model, backend):
     result = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "training" / "train.py"),
+            str(ROOT / "scripts" / "train.py"),
             f"--model={model}",
             f"--model_dir={tmp_path}",
             f"--backend={backend}",

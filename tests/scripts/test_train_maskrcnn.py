@@ -13,8 +13,10 @@ import pytest
 import tensorflow as tf
 
 from lambda_keras.training.detection import DetectionConfig, prepare_data
-from tests.script_flags import assert_refused, case_ids, parse
-from training import eval_maskrcnn, train_maskrcnn
+from tests.script_flags import assert_refused, case_ids, load_script, parse
+
+eval_maskrcnn = load_script("eval_maskrcnn")
+train_maskrcnn = load_script("train_maskrcnn")
 
 pytestmark = pytest.mark.end_to_end
 
@@ -28,7 +30,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
 
 def run(script, *args, timeout=900):
     return subprocess.run(
-        [sys.executable, str(ROOT / "training" / script), *args],
+        [sys.executable, str(ROOT / "scripts" / script), *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -68,7 +68,7 @@ def test_a_killed_jax_run_resumes_from_its_last_epoch(tmp_path):
     """Killed after its first epoch, the same command goes on from the backup: every epoch is
     logged once, none twice, and the run finishes (keras.callbacks.BackupAndRestore on JAX)."""
     root = Path(__file__).resolve().parents[2]
-    command = [sys.executable, str(root / "training" / "train_maskrcnn.py"), "--backend=jax"]
+    command = [sys.executable, str(root / "scripts" / "train_maskrcnn.py"), "--backend=jax"]
     command += ["--steps=5", "--steps_per_epoch=1", "--image_size=64", "--batch_size=2"]
     command += [*shapes_flags(tmp_path / "data"), f"--model_dir={tmp_path / 'run'}", "--noexport"]
     env = child_env(XLA_FLAGS=f"--xla_force_host_platform_device_count=2 {FAST_XLA_COMPILE}")

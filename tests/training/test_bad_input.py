@@ -15,10 +15,11 @@ import pytest
 import tensorflow as tf
 
 from lambda_keras.training import data
-from tests.script_flags import assert_refused, case_ids, parse
-from training import eval as eval_script
-from training import export as export_script
-from training import train as train_script
+from tests.script_flags import assert_refused, case_ids, load_script, parse
+
+eval_script = load_script("eval")
+export_script = load_script("export")
+train_script = load_script("train")
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
@@ -26,7 +27,7 @@ ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
 
 def run(script: str, *flags: str, cwd) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, str(ROOT / "training" / script), *flags],
+        [sys.executable, str(ROOT / "scripts" / script), *flags],
         capture_output=True,
         text=True,
         env=ENV,

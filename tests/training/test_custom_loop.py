@@ -194,7 +194,7 @@ def test_killed_two_worker_run_resumes_from_the_chiefs_checkpoint(tmp_path):
     env.pop("TF_CONFIG", None)
     command = [
         sys.executable,
-        str(ROOT / "training" / "train.py"),
+        str(ROOT / "scripts" / "train.py"),
         "--strategy=multi_worker",
         f"--model_dir={tmp_path}",
         "--epochs=3",

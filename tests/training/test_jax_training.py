@@ -16,8 +16,10 @@ from lambda_keras.training.data import load_source, pad_batches
 from lambda_keras.training.distribute import check_strategy
 from lambda_keras.training.evaluation import evaluate
 from tests.backend import run_script_on_jax
+from tests.script_flags import load_script
 from tests.training_log import logged
-from training.placement_flags import backend_from_argv
+
+backend_from_argv = load_script("placement_flags").backend_from_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 RUN = ["--epochs=2", "--steps_per_epoch=3", "--width_multiplier=0.125", "--deterministic"]
@@ -120,7 +122,7 @@ def test_backend_flag_is_read_before_keras_and_checked_against_the_environment()
 def test_a_contradicting_backend_is_one_line_from_the_script(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "KERAS_BACKEND": "torch"}
     done = subprocess.run(
-        [sys.executable, str(ROOT / "training" / "train.py"), "--backend=jax"],
+        [sys.executable, str(ROOT / "scripts" / "train.py"), "--backend=jax"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -65,7 +65,7 @@ def test_eval_and_export_scripts(short_run, tmp_path):
     export = subprocess.run(
         [
             sys.executable,
-            str(ROOT / "training" / "export.py"),
+            str(ROOT / "scripts" / "export.py"),
             f"--model_path={result['keras']}",
             f"--export_dir={tmp_path / 'served'}",
         ],
@@ -77,7 +77,7 @@ def test_eval_and_export_scripts(short_run, tmp_path):
     assert export.returncode == 0, export.stderr[-2000:]
     assert "at 32x32, crop 0.875" in export.stdout
     evaluation = subprocess.run(
-        [sys.executable, str(ROOT / "training" / "eval.py"), f"--model_path={tmp_path / 'served'}"],
+        [sys.executable, str(ROOT / "scripts" / "eval.py"), f"--model_path={tmp_path / 'served'}"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -142,7 +142,7 @@ def test_bad_arguments(tmp_path, kwargs, match):
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     command = [
         sys.executable,
-        str(ROOT / "training" / "train.py"),
+        str(ROOT / "scripts" / "train.py"),
         f"--model_dir={tmp_path}",
         "--epochs=4",
         "--width_multiplier=0.125",

@@ -163,7 +163,7 @@ def test_command_line_converts_and_the_builder_loads(tmp_path):
 
 def check_export_script(output, tmp_path, env):
     """The export script serves converted weights at their evaluation size."""
-    export = [sys.executable, str(ROOT / "training" / "export.py")]
+    export = [sys.executable, str(ROOT / "scripts" / "export.py")]
     done = subprocess.run(
         [
             *export,

@@ -6,7 +6,7 @@
 ([`data`][lambda_keras.training.detection.data]), its model
 ([`model`][lambda_keras.training.detection.model]) and the run itself
 ([`trainer`][lambda_keras.training.detection.trainer]). The script is
-``training/train_maskrcnn.py``."""
+``scripts/train_maskrcnn.py``."""
 
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.data import PreparedData, prepare_data

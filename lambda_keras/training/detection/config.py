@@ -1,4 +1,4 @@
-"""One Mask R-CNN training run's settings (the flags of ``training/train_maskrcnn.py``)."""
+"""One Mask R-CNN training run's settings (the flags of ``scripts/train_maskrcnn.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ __all__ = ["DetectionConfig"]
 
 @dataclasses.dataclass(frozen=True)
 class DetectionConfig:
-    """One training run (the flags of ``training/train_maskrcnn.py``)."""
+    """One training run (the flags of ``scripts/train_maskrcnn.py``)."""
 
     train_annotations: str | None = None
     train_images: str | None = None

@@ -1,4 +1,4 @@
-"""Train a zoo model: ``python training/train.py --model=lambda_resnet50 --dataset=digits``.
+"""Train a zoo model: ``python scripts/train.py --model=lambda_resnet50 --dataset=digits``.
 
 With no flags: the README's demo, a LambdaResNet-50 at width 0.25 on scikit-learn's real
 handwritten digits (32x32), 30 epochs of the paper's 90-epoch recipe, on the CPU in a few
@@ -16,10 +16,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-if __package__:  # imported as training.train (tests)
-    from training import placement_flags
-else:  # run as a script: its folder is on sys.path
-    import placement_flags
+import placement_flags  # beside this script (its folder is on sys.path)
 
 if __name__ == "__main__":  # before anything below imports Keras
     placement_flags.set_backend_from_argv()

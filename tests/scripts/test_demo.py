@@ -1,8 +1,10 @@
-"""The README's main job: the demo trains on real digits, agrees across implementations, saves."""
+"""scripts/demo.py: the demo trains on real digits, agrees across implementations, saves."""
 
 import pytest
 
-from lambda_keras import demo
+from tests.script_flags import load_script
+
+demo = load_script("demo")
 
 
 @pytest.mark.end_to_end

@@ -1,4 +1,4 @@
-"""Top-1 / top-5 of a trained model: ``python training/eval.py --model_path=<.keras or dir>``.
+"""Top-1 / top-5 of a trained model: ``python scripts/eval.py --model_path=<.keras or dir>``.
 
 ``--model_path`` is a ``.keras`` file (``model.keras`` at the end of a run, ``checkpoint.keras``
 after every epoch, during the run too) or a serving SavedModel directory (``export.py``).

@@ -1,4 +1,4 @@
-"""The lambda layer in about a minute: ``python -m lambda_keras.demo``.
+"""The lambda layer in about a minute: ``python scripts/demo.py``.
 
 Trains a small lambda network (a convolution stem, a local and a global lambda layer) on
 scikit-learn's 1,797 real 8x8 handwritten digits (they ship inside the scikit-learn wheel, so

@@ -1,6 +1,6 @@
 """Box and mask AP of a saved Mask R-CNN on COCO-format data (pycocotools' COCOeval).
 
-    python training/eval_maskrcnn.py --model_path=runs/maskrcnn/model.keras \
+    python scripts/eval_maskrcnn.py --model_path=runs/maskrcnn/model.keras \
         --annotations=runs/shapes_data/val.json --images=runs/shapes_data/val
 """
 

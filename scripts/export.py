@@ -1,7 +1,7 @@
 """Export a model for serving.
 
-``python training/export.py --model_path=run/model.keras`` exports a trained ``.keras`` file;
-``python training/export.py --zoo_model=lambda_resnet50ts --weights=imagenet`` a zoo model with
+``python scripts/export.py --model_path=run/model.keras`` exports a trained ``.keras`` file;
+``python scripts/export.py --zoo_model=lambda_resnet50ts --weights=imagenet`` a zoo model with
 registered weights, at the input size and crop fraction those weights were evaluated with.
 
 Writes a SavedModel whose signatures take uint8 images of any size (``serve_images``, also the

@@ -1,4 +1,4 @@
-"""Train Mask R-CNN on COCO-format data: ``python training/train_maskrcnn.py``.
+"""Train Mask R-CNN on COCO-format data: ``python scripts/train_maskrcnn.py``.
 
 With no flags: a Mask R-CNN on a LambdaResNet-50 backbone at width 0.25, trained on the embedded
 shapes data (generated under --shapes_dir as COCO JSON + PNG files), evaluated with pycocotools'
@@ -22,10 +22,7 @@ import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-if __package__:  # imported as training.train_maskrcnn (tests)
-    from training import placement_flags
-else:  # run as a script: its folder is on sys.path
-    import placement_flags
+import placement_flags  # beside this script (its folder is on sys.path)
 
 if __name__ == "__main__":  # before anything below imports Keras
     placement_flags.set_backend_from_argv()
