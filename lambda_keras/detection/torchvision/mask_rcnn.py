@@ -281,22 +281,6 @@ def _torchvision_mask_rcnn(
     return model
 
 
-@keras.saving.register_keras_serializable(package="lambda_keras", name="TorchvisionMaskRCNN")
-class _SavedTorchvisionMaskRCNN:
-    """Reads ``.keras`` files saved while torchvision's model was a ``MaskRCNN`` subclass
-    (``TorchvisionMaskRCNN``, lambda_keras 0.x before its rules became settings): their
-    config, with ``TORCHVISION_RULES`` and torchvision's transform, is a ``MaskRCNN``'s,
-    and their weights have the same paths."""
-
-    @classmethod
-    def from_config(cls, config: dict) -> MaskRCNN:
-        transform = keras.saving.serialize_keras_object(TorchvisionTransform())
-        return MaskRCNN.from_config({**TORCHVISION_RULES, **config, "transform": transform})
-
-    def get_config(self) -> dict:  # never instantiated: from_config returns a MaskRCNN
-        raise NotImplementedError
-
-
 def _build(variant: TorchvisionVariant, classes, trainable_layers, coco: bool, kwargs) -> MaskRCNN:
     settings = {**variant.rules, **kwargs}
     backbone = resnet50_backbone(

@@ -99,27 +99,18 @@ def test_saved_and_loaded_gives_the_same_weights(model, tmp_path):
     )
 
 
-def test_a_file_saved_as_the_old_subclass_loads_as_mask_rcnn(model):
-    """``.keras`` files written while torchvision's model was ``TorchvisionMaskRCNN`` (a
-    subclass) hold that class name and its config keys: they load as the one MaskRCNN with
-    torchvision's rules (checked once on real files written before the change: same weights,
-    same detections)."""
-    old_keys = (
-        "name backbone num_classes fpn_channels rpn_top_k rois_per_image max_detections "
-        "score_threshold box_head_units mask_head_channels categories detection_candidates"
-    ).split()
+def test_a_file_naming_the_old_subclass_is_refused(model):
+    """``TorchvisionMaskRCNN`` never shipped (everything is unreleased 0.1.0): a config that
+    names it is an unknown class, not silently another model."""
     config = keras.saving.serialize_keras_object(model)["config"]
     old = {
         "module": "lambda_keras.detection.torchvision_mask_rcnn",
         "class_name": "TorchvisionMaskRCNN",
         "registered_name": "lambda_keras>TorchvisionMaskRCNN",
-        "config": {key: config[key] for key in old_keys},
+        "config": config,
     }
-    loaded = keras.saving.deserialize_keras_object(old)
-    assert type(loaded) is MaskRCNN and loaded.transform == TorchvisionTransform()
-    assert (loaded.anchor_rule, loaded.roi_align_aligned) == ("torchvision", False)
-    assert (loaded.proposal_min_size, loaded.detection_min_size) == (1e-3, 1e-2)
-    assert loaded.detection_candidates == 4000 and loaded.categories == model.categories
+    with pytest.raises(TypeError, match="TorchvisionMaskRCNN"):
+        keras.saving.deserialize_keras_object(old)
 
 
 def test_fine_tuning_keeps_all_but_the_class_layers(model, tmp_path):
