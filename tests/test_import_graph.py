@@ -97,3 +97,62 @@ def test_the_checker_finds_a_circle():
 def test_timm_checkpoint_mapping_imports_no_model_module():
     edges = import_graph()["lambda_keras.zoo.timm_checkpoint"]
     assert not {e for e in edges if e.startswith("lambda_keras")}, edges
+
+
+# The package's floors, lowest first: a module imports from its own floor and those below, never
+# from one above (the shared core: validation, backend checks, checkpoints, preprocessing).
+FLOORS = (
+    "lambda_keras.layers",
+    "lambda_keras.zoo",
+    "lambda_keras.detection",
+    "lambda_keras.training",
+)
+
+
+def floor(name: str) -> int:
+    """0 for the shared core, then 1 for layers ... 4 for training."""
+    for level, package in enumerate(FLOORS, 1):
+        if name == package or name.startswith(package + "."):
+            return level
+    return 0
+
+
+def arrows_up(graph: dict[str, set[str]]) -> list[str]:
+    """Imports from a floor above (the root package, which assembles them all, aside)."""
+    return [
+        f"{name} -> {edge}"
+        for name, edges in sorted(graph.items())
+        if name != "lambda_keras"
+        for edge in sorted(edges)
+        if floor(edge) > floor(name)
+    ]
+
+
+def test_imports_run_down_the_floors():
+    """layers -/-> zoo -/-> detection -/-> training, and the core imports none of them."""
+    assert arrows_up(import_graph()) == []
+
+
+def test_the_detection_model_does_not_import_the_data_readers():
+    """COCO, labelme and the shapes data feed training; the model and its ops never read them."""
+    data = "lambda_keras.detection.data"
+    found = [
+        f"{name} -> {edge}"
+        for name, edges in import_graph().items()
+        if name.startswith("lambda_keras.detection") and not name.startswith(data)
+        for edge in edges
+        if edge == data or edge.startswith(data + ".")
+    ]
+    assert found == []
+
+
+def test_the_floor_check_finds_an_arrow_up():
+    graph = {
+        "lambda_keras.layers.a": {"lambda_keras.zoo.b", "lambda_keras._validation"},
+        "lambda_keras.preprocessing": {"lambda_keras.layers.a"},
+        "lambda_keras": {"lambda_keras.training"},
+    }
+    assert arrows_up(graph) == [
+        "lambda_keras.layers.a -> lambda_keras.zoo.b",
+        "lambda_keras.preprocessing -> lambda_keras.layers.a",
+    ]
