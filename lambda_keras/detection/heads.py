@@ -111,8 +111,11 @@ class RPNHead(keras.layers.Layer):
                     x = zero_outside(x, valid_sizes, 2 ** int(level[1:]))
                 x = conv(x)
             batch = keras.ops.shape(x)[0]
-            logits.append(keras.ops.reshape(self.objectness(x), (batch, -1)))
-            deltas.append(keras.ops.reshape(self.deltas(x), (batch, -1, 4)))
+            # The anchor count is static wherever the map's size is (symbolic calls included).
+            known = x.shape[1] is not None and x.shape[2] is not None
+            count = x.shape[1] * x.shape[2] * self.anchors_per_cell if known else -1
+            logits.append(keras.ops.reshape(self.objectness(x), (batch, count)))
+            deltas.append(keras.ops.reshape(self.deltas(x), (batch, count, 4)))
         return keras.ops.concatenate(logits, 1), keras.ops.concatenate(deltas, 1)
 
     def get_config(self):

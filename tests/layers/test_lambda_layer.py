@@ -1,4 +1,5 @@
-"""LambdaLayer against the naive NumPy reference, and its properties, errors and saving."""
+"""LambdaLayer against the naive NumPy reference, its properties and saving (its argument
+checks: test_lambda_checks.py; masked contexts: test_masking.py)."""
 
 import keras
 import numpy as np
@@ -7,14 +8,16 @@ import pytest
 from lambda_keras.layers import LambdaLayer, RelativePositionEmbedding
 from lambda_keras.layers import lambda_layer as lambda_layer_module
 from tests.backend import gradients, numpy
-from tests.layers.lambda_reference import reference_lambda_layer
+from tests.layers.lambda_helpers import (
+    MASK_20,
+    assert_matches,
+    build_layer,
+    randomize_batch_norms,
+    reference_for,
+)
 
 IMPLEMENTATIONS = ["einsum", "conv", "depthwise"]
-RNG = np.random.default_rng(0)
-# A context mask with holes, one query that sees nothing, one that sees only itself.
-MASK_20 = RNG.random((20, 20)) < 0.6
-MASK_20[3] = False
-MASK_20[7] = np.eye(20, dtype=bool)[7]
+RNG = np.random.default_rng(1)
 
 # Case name -> layer kwargs; the images are 4x5 (non-square), 20 positions.
 CASES = {
@@ -48,78 +51,6 @@ COMBINATIONS = [
     for impl in IMPLEMENTATIONS
     if _defined(impl, kwargs)
 ]
-
-
-def assert_matches(actual, desired):
-    """Agreement to 1e-5 of the output scale: max |a - d| <= 1e-5 * max(1, max |d|).
-
-    float32 keeps ~7 digits, so outputs of magnitude ~40 (the paper's defaults on random
-    inputs) differ from a float64 reference by ~1e-5 in absolute terms.
-    """
-    desired = numpy(desired)
-    assert actual.shape == desired.shape
-    scale = max(1.0, float(np.abs(desired).max()))
-    np.testing.assert_allclose(actual, desired, rtol=0, atol=1e-5 * scale)
-
-
-def randomize_batch_norms(layer, rng):
-    """Give the query/value batch norms non-trivial statistics, so the reference checks them."""
-    for norm in (layer.query_norm, layer.value_norm):
-        if norm is None:
-            continue
-        c = norm.gamma.shape[0]
-        norm.gamma.assign(rng.uniform(0.5, 1.5, c))
-        norm.beta.assign(rng.normal(0, 0.3, c))
-        norm.moving_mean.assign(rng.normal(0, 0.3, c))
-        norm.moving_variance.assign(rng.uniform(0.5, 2.0, c))
-
-
-def reference_for(layer, x, qkv_kernel=None, embeddings=None):
-    """Run the NumPy reference with the layer's configuration and weights (or the given
-    projection kernel and position embeddings instead of the layer's)."""
-
-    def norm_params(norm):
-        if norm is None:
-            return None
-        return (
-            norm.gamma.numpy(),
-            norm.beta.numpy(),
-            norm.moving_mean.numpy(),
-            norm.moving_variance.numpy(),
-            norm.epsilon,
-        )
-
-    n = int(np.prod(x.shape[1:-1]))
-    mask = layer.context_mask
-    if layer.causal:
-        mask = np.tril(np.ones((n, n), dtype=bool))
-    return reference_lambda_layer(
-        x,
-        layer.qkv_kernel.numpy() if qkv_kernel is None else qkv_kernel,
-        embeddings
-        if embeddings is not None or not layer.position
-        else layer.position_embedding.embeddings.numpy(),
-        key_dim=layer.key_dim,
-        num_heads=layer.num_heads,
-        intra_depth=layer.intra_depth,
-        multi_head=layer.multi_head,
-        content=layer.content,
-        position=layer.position,
-        key_normalization=layer.key_normalization,
-        query_normalization=layer.query_normalization,
-        context_mask=mask,
-        query_norm=norm_params(layer.query_norm),
-        value_norm=norm_params(layer.value_norm),
-        position_bias=None if layer.position_bias is None else layer.position_bias.numpy(),
-    )
-
-
-def build_layer(x, **kwargs):
-    kwargs = {"dim_out": 12, "key_dim": 4, "num_heads": 3, **kwargs}
-    layer = LambdaLayer(**kwargs)
-    layer.build(x.shape)
-    randomize_batch_norms(layer, np.random.default_rng(1))
-    return layer
 
 
 @pytest.mark.parametrize("impl,case", COMBINATIONS)
@@ -178,12 +109,6 @@ def test_position_bias_is_off_by_default_and_needs_position_lambdas():
     assert "position_bias" not in [w.path.split("/")[-1] for w in layer.weights]
     with pytest.raises(ValueError, match="use_position_bias=True.*position=False"):
         LambdaLayer(8, position=False, use_position_bias=True)
-
-
-@pytest.mark.parametrize("arg", ["causal", "content", "multi_head", "use_position_bias"])
-def test_boolean_arguments_reject_strings(arg):
-    with pytest.raises(TypeError, match=f"`{arg}` must be True or False.*'false'"):
-        LambdaLayer(8, **{arg: "false"})
 
 
 SEQUENCE_CASES = {
@@ -349,45 +274,6 @@ def test_position_only_local_layer_is_translation_equivariant(impl):
     expected = np.roll(y, shift, axis=(1, 2))[:, lo:hi, lo:hi]
     np.testing.assert_allclose(y_shifted[:, lo:hi, lo:hi], expected, rtol=1e-5, atol=1e-5)
     assert not np.allclose(y_shifted, y, atol=1e-3)  # it does depend on the input's position
-
-
-@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
-def test_causal_output_does_not_depend_on_the_future(impl):
-    x = RNG.normal(size=(2, 12, 8)).astype("float32")
-    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=7, causal=True, implementation=impl)
-    y = numpy(layer(x))
-    for t in (0, 4, 10):
-        perturbed = x.copy()
-        perturbed[:, t + 1 :] += 100.0 * RNG.normal(size=perturbed[:, t + 1 :].shape)
-        y2 = numpy(layer(perturbed))
-        np.testing.assert_allclose(y2[:, : t + 1], y[:, : t + 1], rtol=1e-5, atol=1e-5)
-        assert not np.allclose(y2[:, t + 1 :], y[:, t + 1 :])
-
-
-def test_causal_images_use_raster_order():
-    x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
-    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=3, causal=True)
-    y = numpy(layer(x))
-    perturbed = x.copy()
-    perturbed[:, 2, 3:] += 50.0  # row 2 from column 3 on, then rows 3+
-    perturbed[:, 3:] += 50.0
-    y2 = numpy(layer(perturbed)).reshape(1, 20, 8)
-    np.testing.assert_allclose(y2[:, :13], y.reshape(1, 20, 8)[:, :13], rtol=1e-5, atol=1e-5)
-
-
-def test_context_mask_blocks_masked_positions():
-    x = RNG.normal(size=(1, 4, 5, 8)).astype("float32")
-    layer = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=None, context_mask=MASK_20)
-    y = numpy(layer(x)).reshape(20, 8)
-    flat = x.reshape(20, 8)
-    for query in (0, 3, 7, 15):
-        hidden = ~MASK_20[query]
-        hidden[query] = False  # the query itself comes from this position
-        perturbed = flat.copy()
-        perturbed[hidden] += 100.0 * RNG.normal(size=perturbed[hidden].shape)
-        y2 = numpy(layer(perturbed.reshape(1, 4, 5, 8))).reshape(20, 8)
-        np.testing.assert_allclose(y2[query], y[query], rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(y[3], 0.0)  # an empty context gives a zero lambda
 
 
 @pytest.mark.parametrize("impl", ["conv", "depthwise", "einsum"])
@@ -634,132 +520,9 @@ def test_mixed_precision_inference_with_large_inputs_is_finite(policy):
         assert np.abs(y).max() > 1.0
 
 
-# ---------------------------------------------------------------- bad input
-def test_error_dim_out_not_divisible_by_heads():
-    with pytest.raises(ValueError, match=r"dim_out=10, num_heads=4"):
-        LambdaLayer(10, num_heads=4)
-
-
-def test_error_default_dim_out_not_divisible_by_heads():
-    with pytest.raises(ValueError, match=r"dim_out=6, num_heads=4"):
-        LambdaLayer(num_heads=4).build((None, 5, 5, 6))
-
-
-@pytest.mark.parametrize("scope", [4, 0, -3, (3, 4), 2.0])
-def test_error_even_or_non_positive_scope(scope):
-    with pytest.raises(ValueError, match="scope_size"):
-        LambdaLayer(8, scope_size=scope, implementation="conv")
-
-
-def test_error_unknown_implementation():
-    with pytest.raises(ValueError, match=r"implementation.*'einsum', 'conv', 'depthwise'.*'fft'"):
-        LambdaLayer(8, implementation="fft")
-
-
-@pytest.mark.parametrize("shape", [(2, 8), (2, 3, 4, 5, 8)])
-def test_error_input_rank(shape):
-    with pytest.raises(ValueError, match=r"rank 3.*rank 4"):
-        LambdaLayer(8)(np.zeros(shape, "float32"))
-
-
-def test_error_input_rank_after_build():
-    layer = LambdaLayer(8, num_heads=2)
-    layer(np.zeros((1, 4, 4, 8), "float32"))
-    with pytest.raises(ValueError, match="rank"):
-        layer(np.zeros((1, 16, 8), "float32"))
-
-
-def test_error_mask_shape_mismatch():
-    layer = LambdaLayer(8, num_heads=2, scope_size=None, context_mask=np.ones((10, 10), bool))
-    with pytest.raises(ValueError, match=r"context_mask.*\[16, 16\]"):
-        layer(np.zeros((1, 4, 4, 8), "float32"))
-
-
-@pytest.mark.parametrize("mask", [np.ones((4, 5)), np.ones(16), np.full((4, 4), 2)])
-def test_error_mask_not_square_boolean(mask):
-    with pytest.raises(ValueError, match="context_mask"):
-        LambdaLayer(8, context_mask=mask)
-
-
-@pytest.mark.parametrize("impl", ["conv", "depthwise"])
-def test_error_mask_with_convolution(impl):
-    with pytest.raises(ValueError, match="einsum"):
-        LambdaLayer(8, implementation=impl, context_mask=np.ones((4, 4), bool))
-
-
-def test_error_intra_depth_with_depthwise():
-    with pytest.raises(ValueError, match=r"depthwise.*intra_depth=4"):
-        LambdaLayer(8, intra_depth=4, implementation="depthwise")
-
-
-def test_error_global_einsum_on_map_larger_than_embeddings():
-    layer = LambdaLayer(8, num_heads=2, scope_size=None, max_size=5, implementation="einsum")
-    with pytest.raises(ValueError, match=r"cover maps up to \(5, 5\).*max_size"):
-        layer(np.zeros((1, 6, 6, 8), "float32"))
-    built = LambdaLayer(8, num_heads=2, scope_size=None, implementation="einsum")
-    built(np.zeros((1, 4, 4, 8), "float32"))
-    with pytest.raises(ValueError, match="max_size"):
-        built(np.zeros((1, 4, 5, 8), "float32"))
-
-
-def test_error_global_context_without_size():
-    with pytest.raises(ValueError, match="max_size"):
-        LambdaLayer(8, scope_size=None).build((None, None, None, 8))
-
-
-@pytest.mark.parametrize(
-    "kwargs,match",
-    [
-        (dict(key_dim=0), "key_dim"),
-        (dict(num_heads=-1), "num_heads"),
-        (dict(intra_depth=1.5), "intra_depth"),
-        (dict(key_normalization="max"), "key_normalization"),
-        (dict(query_normalization="l2"), "query_normalization"),
-        (dict(content=False, position=False), "content"),
-        (dict(scope_size=5, max_size=7), "max_size"),
-        (dict(causal=True, context_mask=np.ones((4, 4), bool)), "causal"),
-        (
-            dict(position=False, position_embedding=RelativePositionEmbedding(5, key_dim=16)),
-            "position",
-        ),
-    ],
-)
-def test_error_other_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        LambdaLayer(8, **kwargs)
-
-
 @pytest.mark.parametrize("kwargs", [dict(scope_size=None), dict(scope_size=3, causal=True)])
 def test_einsum_in_chunks_of_queries_matches_reference(monkeypatch, kwargs):
     monkeypatch.setattr(lambda_layer_module, "EINSUM_CHUNK_ELEMENTS", 7 * 20 * 4)  # 7 rows
     x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
     layer = build_layer(x, implementation="einsum", **kwargs)
     assert_matches(numpy(layer(x, training=False)), reference_for(layer, x))
-
-
-# ---------------------------------------------------------------- masks select
-@pytest.mark.parametrize("bad", [np.nan, np.inf])
-@pytest.mark.parametrize(
-    "impl,kwargs",
-    [
-        ("einsum", dict(scope_size=3, causal=True)),
-        ("conv", dict(scope_size=3, causal=True)),
-        ("depthwise", dict(scope_size=3, causal=True)),
-        ("einsum", dict(scope_size=None, causal=True)),
-        ("einsum", dict(scope_size=None, context_mask=MASK_20)),
-        ("einsum", dict(scope_size=3, context_mask=MASK_20, content=False)),
-    ],
-)
-def test_masked_positions_cannot_leak_non_finite_values(impl, kwargs, bad):
-    """A NaN/Inf at a masked position leaves the unmasked outputs exactly as they were."""
-    x = RNG.normal(size=(2, 4, 5, 8)).astype("float32")
-    layer = build_layer(x, implementation=impl, **kwargs)
-    clean = numpy(layer(x, training=False)).reshape(2, 20, -1)
-    poisoned_x = x.copy()
-    poisoned_x[0, 3, 4] = bad  # the last position in raster order (19)
-    y = numpy(layer(poisoned_x, training=False)).reshape(2, 20, -1)
-    mask = np.tril(np.ones((20, 20), bool)) if layer.causal else MASK_20
-    blind = ~mask[:, 19]  # queries that do not see position 19
-    np.testing.assert_array_equal(y[0, blind], clean[0, blind])
-    np.testing.assert_array_equal(y[1], clean[1])  # the other batch element
-    assert np.isnan(y[0, ~blind]).all()  # queries that see it cannot have a finite output
