@@ -51,7 +51,7 @@ def main(argv):
         if not os.path.isfile(FLAGS.model_path):
             raise FileNotFoundError(f"--model_path: no such file {FLAGS.model_path}")
         source = coco.load_coco(FLAGS.annotations, FLAGS.images)
-        model = keras.saving.load_model(FLAGS.model_path)
+        model = keras.saving.load_model(FLAGS.model_path, compile=False)  # scoring only
         num_classes = getattr(model, "num_classes", None)
         if num_classes != source.num_classes:
             raise ValueError(

@@ -15,7 +15,7 @@ __all__ = [
     "set_backend_from_argv",
 ]
 
-BACKENDS = ("tensorflow", "jax")
+BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def backend_from_argv(argv: list[str], environ: dict) -> str | None:
@@ -72,8 +72,9 @@ def define_placement_flags(flag_values, default_strategy: str = "auto") -> None:
         default_strategy,
         list(STRATEGIES),
         "auto: all local devices (JAX: data_parallel with more than one device; TensorFlow: "
-        "a TPU with --tpu, mirrored with several GPUs). JAX: data_parallel, one_device. "
-        "TensorFlow: tpu, mirrored, multi_worker (TF_CONFIG), one_device.",
+        "a TPU with --tpu, mirrored with several GPUs; PyTorch: one device). JAX: "
+        "data_parallel, one_device. TensorFlow: tpu, mirrored, multi_worker (TF_CONFIG), "
+        "one_device. PyTorch: one_device.",
         flag_values=flag_values,
     )
     flags.DEFINE_string(

@@ -21,4 +21,11 @@ def run_on_tensorflow(module: str, args: list[str], what: str) -> None:
     command = [sys.executable, "-m", module, *map(str, args)]
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        raise RuntimeError(f"{what} on the TensorFlow backend failed:\n{done.stderr[-3000:]}")
+        how = (
+            f"killed by signal {-done.returncode}"
+            if done.returncode < 0
+            else f"exit status {done.returncode}"
+        )
+        raise RuntimeError(
+            f"{what} on the TensorFlow backend failed ({how}):\n{done.stderr[-3000:]}"
+        )

@@ -198,5 +198,6 @@ if __name__ == "__main__":  # export_detector_keras_file's child: KERAS_PATH EXP
     import lambda_keras.detection  # noqa: F401
 
     keras_path, export_dir, size = sys.argv[1:]
-    model = keras.saving.load_model(keras_path)
+    # Without the compile config (see lambda_keras.training.serving: a PyTorch run's optimizer).
+    model = keras.saving.load_model(keras_path, compile=False)
     export_detector(model, export_dir, int(size) or None)

@@ -17,6 +17,7 @@ from lambda_keras.training import data_parallel
 __all__ = [
     "STRATEGIES",
     "TENSORFLOW_STRATEGIES",
+    "TORCH_STRATEGIES",
     "Placement",
     "check_strategy",
     "is_chief",
@@ -25,15 +26,17 @@ __all__ = [
 ]
 
 TENSORFLOW_STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
-"""The `--strategy` values on TensorFlow (`tf.distribute`)."""
 STRATEGIES = (*TENSORFLOW_STRATEGIES, "data_parallel")
-"""Every `--strategy` value: TensorFlow's and `data_parallel` (Keras on JAX)."""
-# What each backend runs, and what to ask for instead of a strategy of the other one.
+TORCH_STRATEGIES = ("auto", "one_device")
+"""The `--strategy` values on PyTorch: one device (Keras' distribution API is JAX's)."""
+# What each backend runs, and what to ask for instead of a strategy of another one.
 _BACKEND_STRATEGIES = {
     "tensorflow": TENSORFLOW_STRATEGIES,
     "jax": data_parallel.JAX_STRATEGIES,
+    "torch": TORCH_STRATEGIES,
 }
 _INSTEAD = {
+    "torch": "on PyTorch a run trains on one device (several devices: --backend=jax or tensorflow)",
     "jax": "on JAX, --strategy=data_parallel (or auto) spreads the batch over every local "
     "device, TPU cores included, and --coordinator_address/--num_processes/--process_id join "
     "several hosts",
@@ -53,10 +56,10 @@ def check_strategy(strategy: str, backend: str) -> None:
             f"--strategy must be one of {', '.join(STRATEGIES)}; received {strategy!r}."
         )
     if strategy not in _BACKEND_STRATEGIES[backend]:
-        other = "tensorflow" if backend == "jax" else "jax"
+        others = [b for b, allowed in _BACKEND_STRATEGIES.items() if strategy in allowed]
         raise ValueError(
-            f"--strategy={strategy} needs --backend={other}; this run is on {backend}: "
-            f"{_INSTEAD[backend]}."
+            f"--strategy={strategy} needs --backend={' or '.join(others)}; this run is on "
+            f"{backend}: {_INSTEAD[backend]}."
         )
 
 
@@ -101,7 +104,8 @@ def make_placement(
     num_processes: int | None = None,
     process_id: int | None = None,
 ) -> Placement:
-    """The strategy (TensorFlow) or distribution (JAX) of a run; call before any other op.
+    """The strategy (TensorFlow) or distribution (JAX) of a run, or one device (PyTorch); call
+    before any other op.
 
     The multi-host arguments are JAX's
     ([`initialize_hosts`][lambda_keras.training.data_parallel.initialize_hosts]); TensorFlow's
@@ -123,6 +127,12 @@ def make_placement(
         raise ValueError(
             "--coordinator_address/--num_processes/--process_id join hosts on JAX; on "
             "TensorFlow --strategy=multi_worker reads the cluster from TF_CONFIG."
+        )
+    if backend == "torch":
+        return Placement(
+            description="distribution: none (Keras on PyTorch, one device)",
+            replicas=1,
+            chief=True,
         )
     made = make_strategy(strategy, tpu)
     return Placement(

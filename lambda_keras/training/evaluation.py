@@ -73,9 +73,11 @@ def _scores(model_path, source, image_size, batch_size, crop_fraction) -> dict:
 
 
 def load_keras_file(path: str) -> keras.Model:
-    """``keras.saving.load_model``, with a damaged or truncated file reported as such."""
+    """``keras.saving.load_model`` without the compile config (scoring and exporting need no
+    optimizer, and a file written on PyTorch names a PyTorch-only one), a damaged or truncated
+    file reported as such."""
     try:
-        return keras.saving.load_model(path)
+        return keras.saving.load_model(path, compile=False)
     except (OSError, ValueError, KeyError, EOFError) as err:
         if "zip" in str(err).lower() or isinstance(err, (OSError, EOFError, KeyError)):
             raise ValueError(

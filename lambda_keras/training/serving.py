@@ -106,4 +106,7 @@ if __name__ == "__main__":  # export_keras_file's child: KERAS_PATH EXPORT_DIR S
     import lambda_keras  # noqa: F401  (registers the layers)
 
     keras_path, export_dir, size, crop = sys.argv[1:]
-    export_for_serving(keras.saving.load_model(keras_path), export_dir, int(size), float(crop))
+    # Without the compile config: serving needs no optimizer, and a file written on PyTorch
+    # names torch's, which would import torch after TensorFlow (a crash in one process).
+    model = keras.saving.load_model(keras_path, compile=False)
+    export_for_serving(model, export_dir, int(size), float(crop))

@@ -58,7 +58,9 @@ def test_the_wheel_works_outside_the_checkout(tmp_path):
     wheel = _build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     assert "lambda_keras/zoo/imagenet_classes.tsv" in names
-    assert not [n for n in names if n.startswith(("tests/", "scripts/", "training/", "benchmarks/"))]
+    assert not [
+        n for n in names if n.startswith(("tests/", "scripts/", "training/", "benchmarks/"))
+    ]
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"

@@ -143,14 +143,18 @@ def test_a_contradicting_backend_is_one_line_from_the_script(tmp_path):
         ("tpu", "jax", "on JAX, --strategy=data_parallel"),
         ("multi_worker", "jax", "--coordinator_address/--num_processes/--process_id"),
         ("data_parallel", "tensorflow", "--strategy=data_parallel needs --backend=jax"),
-        ("auto", "torch", "Training runs with Keras on tensorflow or jax; this process runs "),
+        ("mirrored", "torch", "needs --backend=tensorflow; this run is on torch: on PyTorch"),
+        ("data_parallel", "torch", "--strategy=data_parallel needs --backend=jax"),
+        ("auto", "numpy", "Training runs with Keras on tensorflow or jax or torch; this process"),
         ("horovod", "jax", "--strategy must be one of auto, tpu, mirrored"),
     ],
 )
 def test_a_strategy_of_the_other_backend_names_what_to_use(strategy, backend, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         check_strategy(strategy, backend)
-    check_strategy("auto", backend if backend != "torch" else "jax")
+    if backend != "numpy":
+        check_strategy("auto", backend)
+        check_strategy("one_device", backend)
 
 
 def test_padded_batches_score_every_image_once():

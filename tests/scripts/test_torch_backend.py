@@ -1,0 +1,62 @@
+"""The scripts train on Keras' PyTorch backend (one device) and export a SavedModel that scores
+as the run did. PyTorch is installed by hand (not in the test extra): skipped without it."""
+
+import importlib.util
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = [
+    pytest.mark.end_to_end,
+    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch not installed"),
+]
+
+
+def run(script: str, *flags: str) -> str:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
+    env.pop("KERAS_BACKEND", None)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), *flags],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_train_on_torch_exports_what_it_scored(tmp_path):
+    out = run(
+        "train.py",
+        "--backend=torch",
+        "--epochs=1",
+        "--steps_per_epoch=3",
+        "--width_multiplier=0.125",
+        f"--model_dir={tmp_path}",
+    )
+    top1 = re.search(r"test top-1 ([\d.]+)", out)[1]
+    for path in ("saved_model", "model.keras"):  # scored on TensorFlow, as a user would
+        scored = run("eval.py", f"--model_path={tmp_path / path}")
+        assert f"top-1 {top1}" in scored, (path, top1, scored)
+
+
+def test_train_maskrcnn_on_torch_scores_and_exports(tmp_path):
+    out = run(
+        "train_maskrcnn.py",
+        "--backend=torch",
+        "--steps=2",
+        "--steps_per_epoch=1",
+        "--image_size=64",
+        "--batch_size=2",
+        f"--model_dir={tmp_path / 'run'}",
+        f"--shapes_dir={tmp_path / 'shapes'}",
+    )
+    assert "on torch" in out and "box AP" in out.splitlines()[-1]
+    assert (tmp_path / "run" / "saved_model" / "saved_model.pb").is_file()
