@@ -26,7 +26,10 @@ __all__ = [
 ]
 
 TENSORFLOW_STRATEGIES = ("auto", "tpu", "mirrored", "multi_worker", "one_device")
+"""The `--strategy` values on TensorFlow (`tf.distribute`)."""
 STRATEGIES = (*TENSORFLOW_STRATEGIES, "data_parallel")
+"""Every `--strategy` value: TensorFlow's and `data_parallel` (Keras on JAX); PyTorch runs
+`auto` and `one_device`."""
 TORCH_STRATEGIES = ("auto", "one_device")
 """The `--strategy` values on PyTorch: one device (Keras' distribution API is JAX's)."""
 # What each backend runs, and what to ask for instead of a strategy of another one.

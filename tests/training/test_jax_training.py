@@ -115,7 +115,9 @@ def test_backend_flag_is_read_before_keras_and_checked_against_the_environment()
     assert backend_from_argv(["--backend=jax"], {"KERAS_BACKEND": "jax"}) == "jax"
     with pytest.raises(SystemExit, match="--backend=jax contradicts KERAS_BACKEND=torch"):
         backend_from_argv(["--backend=jax"], {"KERAS_BACKEND": "torch"})
-    with pytest.raises(SystemExit, match="--backend must be one of tensorflow, jax; received 'x"):
+    with pytest.raises(
+        SystemExit, match="--backend must be one of tensorflow, jax, torch; received 'x"
+    ):
         backend_from_argv(["--backend=xla"], {})
 
 
