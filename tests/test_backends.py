@@ -47,7 +47,9 @@ CORE = [
             "test_einsum_in_chunks_of_queries_matches_reference",
         )
     ),
-    "tests/layers/test_masking.py",
+    "tests/layers/test_masking.py::test_masked_positions_cannot_leak_non_finite_values",
+    "tests/layers/test_masking.py::test_selection_zeroes_non_finite_values_and_marks_the_queries_"
+    "that_see_them",
     # The detection model's parts through the layer harness, and the functions between them.
     "tests/detection/test_fpn.py",
     "tests/detection/test_heads.py",

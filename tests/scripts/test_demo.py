@@ -7,6 +7,7 @@ from tests.script_flags import load_script
 demo = load_script("demo")
 
 
+@pytest.mark.slow  # a developer's demo; the README's main job is tested in the default run
 @pytest.mark.end_to_end
 def test_demo_trains_and_saves(tmp_path, capsys):
     accuracy = demo.main(["--epochs", "8", "--output_dir", str(tmp_path)])
