@@ -1,5 +1,6 @@
 """select_detections: softmax scores per class, the threshold, per-class NMS, a fixed count."""
 
+import keras
 import numpy as np
 
 from lambda_keras.detection.detections import select_detections
@@ -9,11 +10,12 @@ ROIS = np.array([[[0, 0, 10, 10], [0, 0, 10, 11], [20, 20, 30, 30]]], "float32")
 
 
 def detect(logits, rois_valid=(True, True, True), **kwargs):
+    tensor = keras.ops.convert_to_tensor  # the model passes tensors (a NumPy `&` a torch one fails)
     out = select_detections(
-        np.array([logits], "float32"),
-        np.zeros((1, 3, 2, 4), "float32"),  # two classes, boxes as the RoIs
-        ROIS,
-        np.array([rois_valid]),
+        tensor(np.array([logits], "float32")),
+        tensor(np.zeros((1, 3, 2, 4), "float32")),  # two classes, boxes as the RoIs
+        tensor(ROIS),
+        tensor(np.array([rois_valid])),
         (32, 32),
         max_detections=4,
         **kwargs,
