@@ -50,9 +50,8 @@ CORE = [
     "tests/layers/test_masking.py::test_masked_positions_cannot_leak_non_finite_values",
     "tests/layers/test_masking.py::test_selection_zeroes_non_finite_values_and_marks_the_queries_"
     "that_see_them",
-    # The detection model's parts through the layer harness, and the functions between them.
-    "tests/detection/test_fpn.py",
-    "tests/detection/test_heads.py",
+    # The functions between the detection model's parts (the parts themselves run on every
+    # backend in test_every_backend.py; their harness tests are backend-neutral Keras).
     "tests/detection/test_proposals.py",
     "tests/detection/test_detections.py",
     "tests/zoo/test_every_backend.py",
