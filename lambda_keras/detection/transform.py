@@ -64,6 +64,18 @@ class LetterboxTransform:
         h, w = np.maximum(np.round(shape * scale), 1).astype(int).tolist()
         return h, w
 
+    def graph_resize(self, image, float64: bool = True):
+        """``(resized float32 [h, w, 3], (h, w) int32)``: ``resized_size``'s rule on one photo
+        inside a TensorFlow graph, where its size is known only at run time (``float64`` is
+        torchvision's flag: the letterbox has no float64 step)."""
+        import tensorflow as tf
+
+        from lambda_keras.detection.transform_graph import letterbox_size
+
+        del float64
+        _, size = letterbox_size(tf.shape(image)[:2], self.image_size)
+        return tf.image.resize(tf.cast(image, tf.float32), size), size
+
     def canvases(self, size) -> tuple[list[tuple[int, int]], Tensor | None]:
         """``(canvases, first)``: the batch sizes an image of ``size`` may be padded to, and
         whether it is the first (None when there is one)."""
@@ -112,6 +124,15 @@ class TorchvisionTransform:
         each side ``floor(side * scale)``."""
         scale = min(self.min_size / min(height, width), self.max_size / max(height, width))
         return math.floor(height * scale), math.floor(width * scale)
+
+    def graph_resize(self, image, float64: bool = True):
+        """``(resized float32 [h, w, 3], (h, w) int32)``: ``resized_size``'s rule on one photo
+        inside a TensorFlow graph
+        ([`torchvision_resize`][lambda_keras.detection.transform_graph.torchvision_resize];
+        ``float64=False`` computes the sizes in integers, for LiteRT)."""
+        from lambda_keras.detection.transform_graph import torchvision_resize
+
+        return torchvision_resize(image, self.min_size, self.max_size, float64)
 
     def canvases(self, size) -> tuple[list[tuple[int, int]], Tensor | None]:
         """A landscape batch for a landscape (or square) image, an upright one otherwise."""

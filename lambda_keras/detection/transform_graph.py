@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
-
 __all__ = ["letterbox_size", "resize", "torchvision_resize"]
 
 
@@ -57,13 +55,13 @@ def torchvision_resize(
 
 
 def resize(transform, image: tf.Tensor, float64: bool = True):
-    """``(resized float32 [h, w, 3], (h, w) int32)``: one photo resized by ``transform``'s rule
-    (``float64`` as in
-    [`torchvision_resize`][lambda_keras.detection.transform_graph.torchvision_resize]; the letterbox
-    has no float64 step)."""
-    if isinstance(transform, TorchvisionTransform):
-        return torchvision_resize(image, transform.min_size, transform.max_size, float64)
-    if isinstance(transform, LetterboxTransform):
-        _, size = letterbox_size(tf.shape(image)[:2], transform.image_size)
-        return tf.image.resize(tf.cast(image, tf.float32), size), size
-    raise TypeError(f"`transform` must be a transform; received {type(transform).__name__}.")
+    """``(resized float32 [h, w, 3], (h, w) int32)``: one photo resized by ``transform``'s own
+    rule (its ``graph_resize``; ``float64`` as in
+    [`torchvision_resize`][lambda_keras.detection.transform_graph.torchvision_resize]). Any
+    object with ``graph_resize`` is a transform here: the rule belongs to the transform."""
+    if not callable(getattr(transform, "graph_resize", None)):
+        raise TypeError(
+            "`transform` must be an input transform (with `graph_resize`); received "
+            f"{type(transform).__name__}."
+        )
+    return transform.graph_resize(image, float64)

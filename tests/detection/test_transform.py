@@ -67,3 +67,20 @@ def test_a_padding_transform_needs_a_backbone_that_zeroes_beyond_each_image():
         MaskRCNN(tiny_backbone(), num_classes=2, transform=LetterboxTransform(64))
     with pytest.raises(ValueError, match="`anchor_rule` must be one of 'centres', 'torchvision'"):
         MaskRCNN(tiny_backbone(), num_classes=2, anchor_rule="corners")
+
+
+@pytest.mark.parametrize("shape", [(480, 640), (640, 480), (97, 97), (1, 1000)])
+@pytest.mark.parametrize(
+    "transform", [LetterboxTransform(128), TorchvisionTransform()], ids=["letterbox", "tv"]
+)
+def test_each_transform_resizes_in_a_graph_as_its_own_rule_says(transform, shape):
+    """The transform owns both rules: ``resized_size`` (NumPy, Python) and ``graph_resize``
+    (TensorFlow, sizes known at run time) give the same size on landscape, upright and square
+    photos; ``transform_graph.resize`` asks the transform."""
+    resized, size = resize(transform, np.zeros((*shape, 3), "uint8"))
+    assert tuple(size.numpy()) == transform.resized_size(*shape) == resized.shape[:2]
+
+
+def test_resize_refuses_what_is_not_a_transform():
+    with pytest.raises(TypeError, match="`transform` must be an input transform"):
+        resize(object(), np.zeros((4, 4, 3), "uint8"))
