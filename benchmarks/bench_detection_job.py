@@ -14,12 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 
 from arguments import names, positive_int
+from children import run_script
 from results import Table, add_output_argument, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,16 +34,10 @@ def run(backend: str, model_dir: str, steps: int | None) -> dict:
     command += [f"--shapes_dir={os.path.join(model_dir, 'shapes')}"]
     if steps is not None:
         command.append(f"--steps={steps}")
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("KERAS_BACKEND", None)  # the flag decides
-    start = time.perf_counter()
-    result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
-    wall = time.perf_counter() - start
-    if result.returncode != 0:
-        raise RuntimeError(f"train_maskrcnn.py on {backend} failed:\n{result.stderr[-3000:]}")
-    final, ap50 = FINAL.search(result.stdout), AP50.search(result.stdout)
+    stdout, wall = run_script(command, f"train_maskrcnn.py on {backend}")
+    final, ap50 = FINAL.search(stdout), AP50.search(stdout)
     if not (final and ap50):
-        raise RuntimeError(f"unexpected output on {backend}:\n{result.stdout[-3000:]}")
+        raise RuntimeError(f"unexpected output on {backend}:\n{stdout[-3000:]}")
     return {
         "box_ap": float(final[1]),
         "mask_ap": float(final[2]),

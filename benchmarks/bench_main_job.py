@@ -17,12 +17,11 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 
 from arguments import positive_int
+from children import run_script
 from results import Table, add_output_argument, write
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -37,17 +36,11 @@ def run(model: str, model_dir: str, epochs: int | None, backend: str = "tensorfl
     command.append(f"--backend={backend}")
     if epochs is not None:
         command.append(f"--epochs={epochs}")
-    start = time.perf_counter()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    env.pop("KERAS_BACKEND", None)  # the flag decides
-    result = subprocess.run(command, capture_output=True, text=True, env=env)
-    wall = time.perf_counter() - start
-    if result.returncode != 0:
-        raise RuntimeError(f"{model} on {backend} failed:\n{result.stderr[-3000:]}")
-    params = re.search(r"([\d,]+) parameters", result.stdout)
-    score = re.search(r"top-1 ([\d.]+), top-5 ([\d.]+) \((\d+) s of training", result.stdout)
+    stdout, wall = run_script(command, f"{model} on {backend}")
+    params = re.search(r"([\d,]+) parameters", stdout)
+    score = re.search(r"top-1 ([\d.]+), top-5 ([\d.]+) \((\d+) s of training", stdout)
     if not (params and score):
-        raise RuntimeError(f"unexpected output of {model}:\n{result.stdout[-3000:]}")
+        raise RuntimeError(f"unexpected output of {model}:\n{stdout[-3000:]}")
     return {
         "params": int(params[1].replace(",", "")),
         "top1": float(score[1]),

@@ -1,4 +1,5 @@
-"""One benchmark column per process: the environment of a child and the JSON it prints last."""
+"""One benchmark column per process: the environment of a child and the JSON it prints last;
+and the project's scripts run as a user runs them."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 
 def child_env(keras_backend: str, threads: int, **extra: str) -> dict[str, str]:
@@ -31,3 +33,21 @@ def run_json_child(column: str, command: list[str], env: dict[str, str]) -> dict
         print(f"{column} failed: {last}", file=sys.stderr, flush=True)
         return {}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_script(command: list[str], what: str) -> tuple[str, float]:
+    """Run one of the project's scripts as a user would (its ``--backend`` flag, not an
+    inherited ``KERAS_BACKEND``, picks the backend; TensorFlow's start-up lines quiet):
+    ``(its standard output, wall-clock seconds)``.
+
+    Raises:
+        RuntimeError: it failed; ``what`` and the end of its error output are in the message.
+    """
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    env.pop("KERAS_BACKEND", None)
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{done.stderr[-3000:]}")
+    return done.stdout, seconds

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 import summaries
-from results import Table, read
+from results import Table, is_number, plain, read
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -60,9 +60,25 @@ def block(name: str, table_name: str, page: Path, plotted: bool = True) -> str:
     meta, table = _table(name, table_name, page)
     said = summaries.sentence(f"{name}/{table_name}", table)
     text = f"{table.title}\n\n{said}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
-    if plotted and table.plot != "none":
-        text += f"![{_plain(table.title)}](images/benchmarks/{name}_{table_name}.png)\n\n"
+    if shows_plot(table, plotted):
+        text += f"![{plain(table.title)}](images/benchmarks/{name}_{table_name}.png)\n\n"
     return text
+
+
+def shows_plot(table: Table, plotted: bool) -> bool:
+    """Whether a block shows its table's plot: its marker asks for one (no ``no-plot``) and
+    the table has one (not saved with ``plot="none"``)."""
+    return plotted and table.plot != "none"
+
+
+def drawn_plots(text: str, page: Path) -> dict[str, Table]:
+    """``{image file name: table}`` of the blocks of a page that show a plot."""
+    drawn = {}
+    for name, table_name, plotted in named_tables(text):
+        table = _table(name, table_name, page)[1]
+        if shows_plot(table, plotted):
+            drawn[f"{name}_{table_name}.png"] = table
+    return drawn
 
 
 def _table(name: str, table_name: str, page: Path) -> tuple[dict, Table]:
@@ -73,11 +89,6 @@ def _table(name: str, table_name: str, page: Path) -> tuple[dict, Table]:
     if table_name not in tables:
         raise SystemExit(f"{_shown(path)} has no table {table_name!r}: {sorted(tables)}")
     return meta, tables[table_name]
-
-
-def _plain(text: str) -> str:
-    """A title or label without Markdown code marks."""
-    return text.replace("`", "")
 
 
 def _shown(path: Path) -> str:
@@ -108,8 +119,7 @@ def plotted_columns(table: Table) -> list[int]:
     return [
         i
         for i in range(len(table.columns))
-        if table.kind_of(i) == "value"
-        and any(isinstance(r[i], (int, float)) and not isinstance(r[i], bool) for r in table.rows)
+        if table.kind_of(i) == "value" and any(is_number(r[i]) for r in table.rows)
     ]
 
 
@@ -128,7 +138,7 @@ def plot(table: Table, path: Path) -> None:
         groups: dict[str, list[int]] = {}
         for i in numeric:
             groups.setdefault(unit(table.columns[i]), []).append(i)
-        rows = [r for r in table.rows if any(_is_number(r[i]) for i in numeric)]
+        rows = [r for r in table.rows if any(is_number(r[i]) for i in numeric)]
         figure, axes = plt.subplots(
             1,
             len(groups),
@@ -138,22 +148,18 @@ def plot(table: Table, path: Path) -> None:
         axes = list(axes[0])
         for k, (axis, columns) in enumerate(zip(axes, groups.values(), strict=True)):
             _bars(axis, table, rows, columns, labelled=k == 0)
-    figure.suptitle(_plain(table.title), fontsize=9, wrap=True)
+    figure.suptitle(plain(table.title), fontsize=9, wrap=True)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=90)
     plt.close(figure)
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
 def _lines(axis, table: Table, numeric: list[int]) -> None:
     x = [row[0] for row in table.rows]
     for i in numeric:
-        axis.plot(x, [row[i] for row in table.rows], marker="o", label=_plain(table.columns[i]))
-    axis.set_xlabel(_plain(table.columns[0]))
+        axis.plot(x, [row[i] for row in table.rows], marker="o", label=plain(table.columns[i]))
+    axis.set_xlabel(plain(table.columns[0]))
     axis.set_yscale("log")
     axis.legend(fontsize=8)
 
@@ -162,21 +168,21 @@ def _bars(axis, table: Table, rows: list, columns: list[int], labelled: bool) ->
     """One bar per (row, column) with a number; an empty cell draws nothing."""
     height = 0.8 / len(columns)
     for k, i in enumerate(columns):
-        drawn = [(n, r[i]) for n, r in enumerate(rows) if _is_number(r[i])]
+        drawn = [(n, r[i]) for n, r in enumerate(rows) if is_number(r[i])]
         axis.barh(
             [n + k * height for n, _ in drawn],
             [v for _, v in drawn],
             height,
-            label=_plain(table.columns[i]),
+            label=plain(table.columns[i]),
         )
     axis.set_yticks([n + height * (len(columns) - 1) / 2 for n in range(len(rows))])
-    axis.set_yticklabels([_plain(table.label(r)) if labelled else "" for r in rows], fontsize=8)
+    axis.set_yticklabels([plain(table.label(r)) if labelled else "" for r in rows], fontsize=8)
     axis.invert_yaxis()
-    values = [r[i] for r in rows for i in columns if _is_number(r[i])]
+    values = [r[i] for r in rows for i in columns if is_number(r[i])]
     if values and min(values) > 0 and max(values) / min(values) > 30:
         axis.set_xscale("log")
     if len(columns) == 1:  # a panel of its own: the column names what it shows
-        axis.set_xlabel(_plain(table.columns[columns[0]]))
+        axis.set_xlabel(plain(table.columns[columns[0]]))
     elif unit(table.columns[columns[0]]):
         axis.set_xlabel(unit(table.columns[columns[0]]))
     if len(columns) > 1:
@@ -187,7 +193,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="compare, write nothing")
     args = parser.parse_args(argv)
-    stale = []
+    stale, drawn = [], set()
     for page in pages():
         text = page.read_text()
         rendered = rendered_page(text, page)
@@ -196,17 +202,10 @@ def main(argv=None) -> int:
             continue
         if rendered != text:
             page.write_text(rendered)
-        for name, table_name, plotted in named_tables(rendered):
-            _, table = _table(name, table_name, page)
-            if plotted and table.plot != "none":
-                plot(table, IMAGES / f"{name}_{table_name}.png")
+        for image, table in drawn_plots(rendered, page).items():
+            plot(table, IMAGES / image)
+            drawn.add(image)
     if not args.check:
-        drawn = {
-            f"{name}_{table_name}.png"
-            for page in pages()
-            for name, table_name, plotted in named_tables(page.read_text())
-            if plotted and _table(name, table_name, page)[1].plot != "none"
-        }
         for image in IMAGES.glob("*.png"):
             if image.name not in drawn:
                 image.unlink()  # a plot no page shows any more

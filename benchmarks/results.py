@@ -110,10 +110,20 @@ class Table:
         return table
 
 
+def is_number(value) -> bool:
+    """Whether a cell holds a number (not text, None or a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def plain(text: str) -> str:
+    """A title, label or column name without Markdown code marks (for plots and sentences)."""
+    return text.replace("`", "")
+
+
 def _cell(value, digits: int) -> str:
     if value is None:
         return ""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
+    if not is_number(value):
         return str(value)
     if isinstance(value, int):
         return f"{value:,}"

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from results import Table
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+from results import Table, is_number, plain
 
 
 def _column(table: Table, name: str) -> int:
@@ -33,12 +29,8 @@ def _ratios(table: Table, numerator: str, denominator: str, rows=None) -> list[f
     return [
         row[i] / row[j]
         for row in (table.rows if rows is None else rows)
-        if _number(row[i]) and _number(row[j]) and row[j]
+        if is_number(row[i]) and is_number(row[j]) and row[j]
     ]
-
-
-def _plain(text: str) -> str:
-    return text.replace("`", "")
 
 
 def series(first: str, second: str, quantity: str) -> Callable[[Table], str]:
@@ -47,7 +39,7 @@ def series(first: str, second: str, quantity: str) -> Callable[[Table], str]:
 
     def sentence(table: Table) -> str:
         x, i, j = 0, _column(table, first), _column(table, second)
-        rows = [r for r in table.rows if _number(r[i]) and _number(r[j])]
+        rows = [r for r in table.rows if is_number(r[i]) and is_number(r[j])]
         text = (
             f"{first} needs {_range(_ratios(table, first, second, rows))} the {quantity} of "
             f"{second} over {table.columns[x]}s {rows[0][x]} to {rows[-1][x]}"
@@ -71,11 +63,11 @@ def against(reference: str, quantity: str, others: Sequence[str] | None = None):
             c for k, c in enumerate(table.columns) if table.kind_of(k) == "value" and c != reference
         ]
         parts = [
-            f"{_plain(c)} {_range(_ratios(table, c, reference))}"
+            f"{plain(c)} {_range(_ratios(table, c, reference))}"
             for c in columns
             if _ratios(table, c, reference)
         ]
-        return f"Against {_plain(reference)}'s {quantity} (per row): " + ", ".join(parts) + "."
+        return f"Against {plain(reference)}'s {quantity} (per row): " + ", ".join(parts) + "."
 
     return sentence
 
@@ -88,7 +80,7 @@ def pairs(quantity: str, *compared: tuple[str, str]):
         for ours, theirs in compared:
             ratios = _ratios(table, ours, theirs)
             parts.append(f"{ours} takes {_range(ratios)} the {quantity} of {theirs}")
-        rows = len([r for r in table.rows if any(_number(v) for v in r)])
+        rows = len([r for r in table.rows if any(is_number(v) for v in r)])
         return f"Over its {rows} rows, " + "; ".join(parts) + "."
 
     return sentence
@@ -110,7 +102,7 @@ def rows_against(label: int, reference: str, columns: Sequence[str], ignore: Seq
             ranges = []
             for name in columns:
                 c = _column(table, name)
-                ratios = [r[c] / b[c] for r, b in matched if _number(r[c]) and _number(b[c])]
+                ratios = [r[c] / b[c] for r, b in matched if is_number(r[c]) and is_number(b[c])]
                 if ratios:
                     ranges.append(f"{name} {_range(ratios)}")
             parts.append(f"{table.columns[label]} {other}: " + ", ".join(ranges))
@@ -132,7 +124,7 @@ def ratio_by_label(label: int, numerator: str, denominator: str, quantity: str):
             rows = [r for r in table.rows if r[label] == value]
             ratios = _ratios(table, numerator, denominator, rows)
             if ratios:
-                parts.append(f"{_plain(str(value))} {_range(ratios, 1)}")
+                parts.append(f"{plain(str(value))} {_range(ratios, 1)}")
         return (
             f"{numerator} takes this multiple of {denominator}'s {quantity}: "
             + ", ".join(parts)
@@ -153,7 +145,7 @@ def fastest_implementation(table: Table) -> str:
         wins: dict[str, int] = {}
         shapes = dict.fromkeys(tuple(r[:2]) for r in table.rows)
         for shape in shapes:
-            timed = [r for r in table.rows if tuple(r[:2]) == shape and _number(r[c])]
+            timed = [r for r in table.rows if tuple(r[:2]) == shape and is_number(r[c])]
             if timed:
                 best = min(timed, key=lambda r: r[c])[2]
                 wins[best] = wins.get(best, 0) + 1
@@ -177,13 +169,13 @@ def memory_rows(table: Table) -> str:
 
 def detection_training(table: Table) -> str:
     """Each backend's training step against torchvision's (another model: said so)."""
-    reference = next(r for r in table.rows if _number(r[_column(table, "torchvision")]))
+    reference = next(r for r in table.rows if is_number(r[_column(table, "torchvision")]))
     base = reference[_column(table, "torchvision")]
     ours = next(r for r in table.rows if r is not reference)
     parts = [
         f"{name} {ours[_column(table, name)] / base:.2f}x"
         for name in ("tensorflow", "jax", "torch")
-        if _number(ours[_column(table, name)])
+        if is_number(ours[_column(table, name)])
     ]
     return (
         f"{ours[0]} against {reference[0]} (a different backbone, so not a like-for-like "

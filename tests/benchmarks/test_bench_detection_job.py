@@ -9,6 +9,7 @@ import pytest
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 import bench_detection_job as bench  # noqa: E402
+import children  # noqa: E402
 
 sys.path.remove(str(BENCHMARKS))
 
@@ -26,7 +27,7 @@ def test_a_run_gives_the_scores_the_script_printed(monkeypatch):
         "AP50: box 0.997, mask 0.999.\n"
         "box AP 0.951, mask AP 0.971 (IoU .50:.95) after 1335 s of training.\n"
     )
-    monkeypatch.setattr(bench.subprocess, "run", fake_run(printed))
+    monkeypatch.setattr(children.subprocess, "run", fake_run(printed))
     row = bench.run("jax", "/tmp/x", steps=None)
     assert {k: row[k] for k in ("box_ap", "mask_ap", "box_ap50", "mask_ap50", "train_s")} == {
         "box_ap": 0.951,
@@ -38,9 +39,9 @@ def test_a_run_gives_the_scores_the_script_printed(monkeypatch):
 
 
 def test_a_failed_or_unexpected_run_is_an_error(monkeypatch):
-    monkeypatch.setattr(bench.subprocess, "run", fake_run("", returncode=1))
+    monkeypatch.setattr(children.subprocess, "run", fake_run("", returncode=1))
     with pytest.raises(RuntimeError, match="failed"):
         bench.run("jax", "/tmp/x", steps=2)
-    monkeypatch.setattr(bench.subprocess, "run", fake_run("box AP ?"))
+    monkeypatch.setattr(children.subprocess, "run", fake_run("box AP ?"))
     with pytest.raises(RuntimeError, match="unexpected output"):
         bench.run("jax", "/tmp/x", steps=2)
