@@ -6,7 +6,7 @@ For the paper's c4/c5 shapes at 224px (14x14 x 256 and 7x7 x 512 maps, batch 32,
 ``--repeats`` runs after one warm-up run) of ``einsum``, ``conv``, ``depthwise`` and ``auto``
 (with what it chose) on each backend, and of timm's PyTorch ``LambdaLayer`` with the same
 configuration when timm is installed. Every backend runs in its own child process, one after
-the other (:func:`lambda_keras.profiling.layer_step`: a ``tf.function`` without XLA on
+the other (``profiling.layer_step``: a ``tf.function`` without XLA on
 TensorFlow, ``jax.jit`` on JAX, eager PyTorch). Below the table, the targets: ``auto`` within
 1.2x of the backend's fastest implementation at each shape, JAX's fastest against TensorFlow's.
 A cell whose warm-up run takes longer than ``--max-seconds`` is that one run (marked ``*``).
@@ -96,10 +96,10 @@ def timed_ms(run, repeats: int, max_seconds: float) -> tuple[float, bool]:
 
 def keras_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
     import keras
+    from profiling import layer_step
 
     from lambda_keras.backend import devices as _devices
     from lambda_keras.layers import LambdaLayer
-    from lambda_keras.profiling import layer_step
 
     side, channels = cell["side"], cell["channels"]
     keras.utils.set_random_seed(0)
@@ -394,8 +394,7 @@ def print_ratio_rules(table: dict) -> None:
 def peak(layer, shape, **options):
     """``measure_layer_call`` of ``layer`` on TensorFlow, in a fresh process."""
     import keras
-
-    from lambda_keras.profiling import measure_layer_call
+    from profiling import measure_layer_call
 
     config = keras.saving.serialize_keras_object(layer)
     return measure_layer_call(config, shape, backend="tensorflow", **options)

@@ -92,7 +92,7 @@ def pipeline_throughput(batch: int, batches: int) -> float:
     import numpy as np
     import tensorflow as tf
 
-    from lambda_keras.training import data
+    from lambda_keras.training.classification import data
 
     images = np.random.default_rng(0).integers(0, 255, (1000, 375, 500, 3), dtype=np.uint8)
     source = data.Source(

@@ -7,12 +7,14 @@ the value received and what is allowed, before anything is built.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 __all__ = [
+    "Check",
     "boolean",
+    "check_fields",
     "divisible",
     "extent",
     "implementation",
@@ -22,11 +24,32 @@ __all__ = [
     "number_or_none",
     "odd_window",
     "one_of",
+    "optional",
     "positive_int",
     "positive_number",
     "scope",
     "square_bool_mask",
 ]
+
+
+Check = Callable[[str, object], object]
+"""A check as this module writes them: ``check(name, value)`` returns the value, normalised, or
+raises ``ValueError``/``TypeError`` naming ``name``."""
+
+
+def optional(check: Check) -> Check:
+    """``check``, with None allowed (an unset option: "the run's default")."""
+
+    def check_or_none(name: str, value) -> object:
+        return None if value is None else check(name, value)
+
+    return check_or_none
+
+
+def check_fields(obj: object, checks: Mapping[str, Check]) -> None:
+    """Run ``checks[name](name, obj.name)`` for each name (a config's ``__post_init__``)."""
+    for name, check in checks.items():
+        check(name, getattr(obj, name))
 
 
 def _is_int(value) -> bool:

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 
 from lambda_keras.layers import BatchNormalization, LambdaLayer
-from lambda_keras.training.data import digits_split
+from lambda_keras.training.classification.data import digits_split
 
 
 def load_digits_split(seed: int = 0):

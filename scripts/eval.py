@@ -13,8 +13,8 @@ from absl import app, flags, logging
 
 from lambda_keras import _validation as v
 from lambda_keras.preprocessing import check_crop_fraction
-from lambda_keras.training.data import load_source
-from lambda_keras.training.evaluation import evaluate
+from lambda_keras.training.classification.data import load_source
+from lambda_keras.training.classification.evaluation import evaluate
 from lambda_keras.training.flag_checks import register_check
 
 

@@ -45,7 +45,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     import keras
 
-    from lambda_keras.detection.data import coco, coco_eval
+    from lambda_keras.training.detection import evaluation
+    from lambda_keras.training.detection.datasets import coco
 
     try:
         if not os.path.isfile(FLAGS.model_path):
@@ -61,7 +62,7 @@ def main(argv):
     except (ValueError, FileNotFoundError) as err:  # a user's mistake: one line
         print(f"error: {err}", file=sys.stderr)
         sys.exit(2)
-    scores = coco_eval.evaluate(  # an error from here on is a bug: its traceback stays
+    scores = evaluation.evaluate(  # an error from here on is a bug: its traceback stays
         model,
         source,
         image_size=FLAGS.image_size,

@@ -63,7 +63,7 @@ def _load_model():
     """The model to export and the (image_size, crop_fraction) its weights were evaluated at."""
     FLAGS = flags.FLAGS
     from lambda_keras import zoo
-    from lambda_keras.training.evaluation import load_keras_file
+    from lambda_keras.training.classification.evaluation import load_keras_file
     from lambda_keras.zoo import weights as weights_lib
 
     if FLAGS.zoo_model is None:
@@ -89,7 +89,7 @@ def main(argv):
     del argv
     FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
-    from lambda_keras.training.serving import export_for_serving
+    from lambda_keras.zoo.serving import export_for_serving
 
     model, (size, crop) = _load_model()
     size = FLAGS.image_size or size

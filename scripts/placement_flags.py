@@ -11,6 +11,7 @@ __all__ = [
     "BACKENDS",
     "backend_from_argv",
     "check_imported_backend",
+    "config_from_flags",
     "define_placement_flags",
     "set_backend_from_argv",
 ]
@@ -53,12 +54,17 @@ def set_backend_from_argv() -> None:
         os.environ["KERAS_BACKEND"] = backend
 
 
-def define_placement_flags(flag_values, default_strategy: str = "auto") -> None:
+def define_placement_flags(flag_values) -> None:
     """``--backend``, ``--strategy``, ``--tpu`` and the JAX multi-host flags on
-    ``flag_values`` (absl); call after ``KERAS_BACKEND`` is set."""
+    ``flag_values`` (absl), checked by
+    [`PlacementConfig`][lambda_keras.training.distribute.PlacementConfig]'s rules; call after
+    ``KERAS_BACKEND`` is set."""
     from absl import flags
 
-    from lambda_keras.training.distribute import STRATEGIES
+    from lambda_keras.training.distribute import STRATEGIES, PlacementConfig
+    from lambda_keras.training.flag_checks import register_checks
+
+    default_strategy = PlacementConfig().strategy
 
     flags.DEFINE_enum(
         "backend",
@@ -96,6 +102,23 @@ def define_placement_flags(flag_values, default_strategy: str = "auto") -> None:
     flags.DEFINE_integer(
         "process_id", None, "JAX multi-host: this host's index.", flag_values=flag_values
     )
+    register_checks(PlacementConfig.CHECKS, flag_values)
+
+
+def config_from_flags(config_class, flag_values, **given):
+    """``config_class`` (a frozen training config embedding a ``placement``) from the parsed
+    flags of the same names; ``given`` fields are taken as they are."""
+    import dataclasses
+
+    from lambda_keras.training.distribute import PlacementConfig
+
+    def from_flags(cls, skip=()):
+        names = [f.name for f in dataclasses.fields(cls) if f.name not in skip]
+        return {name: getattr(flag_values, name) for name in names if name in flag_values}
+
+    placement = PlacementConfig(**from_flags(PlacementConfig))
+    fields = from_flags(config_class, skip={"placement", *given})
+    return config_class(**fields, placement=placement, **given)
 
 
 def check_imported_backend(backend: str | None) -> None:

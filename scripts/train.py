@@ -7,8 +7,9 @@ minutes; then evaluation and export (``.keras`` and a serving SavedModel) under 
 from its last epoch when started again with the same --model_dir.
 
 ``--backend=jax`` trains with Keras on JAX (the TPU path: ``keras.distribution.DataParallel``
-over every local device), ``--backend=tensorflow`` (the default) with ``tf.distribute``; the
-input pipeline is ``tf.data`` on both. The flag sets ``KERAS_BACKEND`` before Keras is imported.
+over every local device), ``--backend=tensorflow`` (the default) with ``tf.distribute``,
+``--backend=torch`` on one device; the input pipeline is ``tf.data`` on all three. The flag sets
+``KERAS_BACKEND`` before Keras is imported.
 """
 
 import os
@@ -23,16 +24,11 @@ if __name__ == "__main__":  # before anything below imports Keras
 
 from absl import app, flags, logging  # noqa: E402
 
-from lambda_keras.training.recipes import RECIPES  # noqa: E402
-from lambda_keras.training.trainer import (  # noqa: E402
-    LOOPS,
-    MIXED_PRECISION,
-    OPTION_CHECKS,
-    TrainConfig,
-    train,
-)
+from lambda_keras.training.classification import RECIPES, ClassificationConfig, train  # noqa: E402
+from lambda_keras.training.classification.config import LOOPS, MIXED_PRECISION  # noqa: E402
+from lambda_keras.training.flag_checks import register_checks  # noqa: E402
 
-DEFAULTS = TrainConfig()
+DEFAULTS = ClassificationConfig()
 
 
 def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValues:
@@ -113,7 +109,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         "ResNet-RS family width (1.0 = the paper's).",
         flag_values=flag_values,
     )
-    placement_flags.define_placement_flags(flag_values, DEFAULTS.strategy)
+    placement_flags.define_placement_flags(flag_values)
     flags.DEFINE_enum(
         "loop",
         DEFAULTS.loop,
@@ -150,33 +146,10 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         "Export .keras and a serving SavedModel.",
         flag_values=flag_values,
     )
-    # A user's mistake is one line, "FATAL Flags parsing error: ...", before anything is built.
-    for option, (accepts, allowed) in OPTION_CHECKS.items():
-        flags.register_validator(
-            option, accepts, message=f"--{option} must be {allowed}.", flag_values=flag_values
-        )
-    flags.register_validator("model", _known_model, flag_values=flag_values)
-    flags.register_validator(
-        "dataset",
-        _existing_folder,
-        message="--dataset=folder:<root> needs an existing directory <root>.",
-        flag_values=flag_values,
-    )
+    # A user's mistake is one line, "FATAL Flags parsing error: ...", before anything is built:
+    # the config's own checks, with --name for `name`.
+    register_checks(ClassificationConfig.CHECKS, flag_values)
     return flag_values
-
-
-def _known_model(name):
-    from lambda_keras import zoo
-
-    try:
-        zoo.model_info(name)
-    except (TypeError, ValueError) as err:
-        raise flags.ValidationError(f"--model: {err}") from None
-    return True
-
-
-def _existing_folder(dataset):
-    return not dataset.startswith("folder:") or os.path.isdir(dataset.removeprefix("folder:"))
 
 
 def main(argv):
@@ -185,14 +158,8 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
 
     placement_flags.check_imported_backend(FLAGS.backend)
-    config = TrainConfig(
-        **{
-            field: getattr(FLAGS, field)
-            for field in TrainConfig.__dataclass_fields__
-            if field in FLAGS and field != "verbose"
-        }
-    )
-    config.verbose = 1 if sys.stdout.isatty() else 2
+    verbose = 1 if sys.stdout.isatty() else 2
+    config = placement_flags.config_from_flags(ClassificationConfig, FLAGS, verbose=verbose)
     try:
         train(config)
     except ValueError as err:  # a user's mistake found while reading the data: one line

@@ -13,10 +13,10 @@ killed run resumes from its last epoch when started again with the same --model_
 ``--backend=jax`` trains with Keras on JAX (the TPU path: ``keras.distribution.DataParallel``
 over every local device, several hosts joined by --coordinator_address --num_processes
 --process_id), ``--backend=tensorflow`` (the default) with ``tf.distribute``; the input pipeline
-is ``tf.data`` on both, the SavedModel is written by a TensorFlow process from ``model.keras``.
+is ``tf.data`` on both, the SavedModel is written by a TensorFlow process from ``model.keras``;
+``--backend=torch`` trains on one device.
 """
 
-import functools
 import os
 import sys
 
@@ -29,8 +29,6 @@ if __name__ == "__main__":  # before anything below imports Keras
 
 from absl import app, flags, logging  # noqa: E402
 
-from lambda_keras import _validation as v  # noqa: E402
-from lambda_keras.detection.image_size import check_image_size  # noqa: E402
 from lambda_keras.training.detection import (  # noqa: E402
     BACKBONES,
     RECIPES,
@@ -38,8 +36,7 @@ from lambda_keras.training.detection import (  # noqa: E402
     prepare_data,
     train,
 )
-from lambda_keras.training.flag_checks import register_check  # noqa: E402
-from lambda_keras.zoo.resnet_family import DEPTHS  # noqa: E402
+from lambda_keras.training.flag_checks import register_checks  # noqa: E402
 
 DEFAULTS = DetectionConfig()
 
@@ -95,7 +92,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_integer(
         "max_instances", DEFAULTS.max_instances, "Ground-truth objects per image.", flag_values=fv
     )
-    placement_flags.define_placement_flags(fv, DEFAULTS.strategy)
+    placement_flags.define_placement_flags(fv)
     flags.DEFINE_boolean(
         "jit_compile",
         DEFAULTS.jit_compile,
@@ -109,18 +106,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
         "export", DEFAULTS.export, "Save model.keras and a serving SavedModel.", flag_values=fv
     )
     flags.DEFINE_integer("seed", DEFAULTS.seed, "Random seed.", flag_values=fv)
-    flags.register_validator(
-        "depth",
-        lambda d: d in DEPTHS,
-        f"--depth must be one of {', '.join(map(str, DEPTHS))}.",
-        flag_values=fv,
-    )
-    register_check("image_size", check_image_size, fv, allow_none=True)
-    for name in ("batch_size", "steps"):
-        register_check(name, functools.partial(v.positive_int, name), fv, allow_none=True)
-    for name in ("steps_per_epoch", "max_instances"):
-        register_check(name, functools.partial(v.positive_int, name), fv)
-    register_check("width_multiplier", functools.partial(v.positive_number, "width_multiplier"), fv)
+    # The config's own checks, with --name for `name`: one line before anything is built.
+    register_checks(DetectionConfig.CHECKS, fv)
     return fv
 
 
@@ -129,11 +116,8 @@ def main(argv):
     FLAGS = flags.FLAGS
     logging.set_verbosity(logging.WARNING)
     placement_flags.check_imported_backend(FLAGS.backend)
-    fields = DetectionConfig.__dataclass_fields__
-    config = DetectionConfig(
-        **{name: getattr(FLAGS, name) for name in fields if name in FLAGS},
-        verbose=1 if sys.stdout.isatty() else 2,
-    )
+    verbose = 1 if sys.stdout.isatty() else 2
+    config = placement_flags.config_from_flags(DetectionConfig, FLAGS, verbose=verbose)
     try:
         prepared = prepare_data(config)
     except (ValueError, FileNotFoundError) as err:  # a user's mistake in the data: one line

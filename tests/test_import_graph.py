@@ -135,7 +135,7 @@ def test_imports_run_down_the_floors():
 
 def test_the_detection_model_does_not_import_the_data_readers():
     """COCO, labelme and the shapes data feed training; the model and its ops never read them."""
-    data = "lambda_keras.detection.data"
+    data = "lambda_keras.training.detection.datasets"
     found = [
         f"{name} -> {edge}"
         for name, edges in import_graph().items()

@@ -18,7 +18,7 @@
   [target_checks][lambda_keras.detection.target_checks]: what they may hold.
 
 TensorFlow stays where it is the point: reading COCO and labelme into ``tf.data``
-([data][lambda_keras.detection.data]) and SavedModel / LiteRT export
+([data][lambda_keras.training.detection.datasets]) and SavedModel / LiteRT export
 ([serving][lambda_keras.detection.serving]).
 """
 

@@ -11,7 +11,7 @@ proposal, RoI and detection sets, padded NMS), so the training step compiles wit
   [`lambda_keras.detection.targets`][lambda_keras.detection.targets] (``-1`` classes pad; masks in
   their boxes' frames), optionally ``"mask_boxes": [b, G, 4]``, the frames of the masks when they
   differ from the boxes (a box clipped by a crop;
-  [`lambda_keras.detection.data.coco.make_dataset`][lambda_keras.detection.data.coco.make_dataset]
+  [`lambda_keras.training.detection.datasets.coco.make_dataset`][lambda_keras.training.detection.datasets.coco.make_dataset]
   gives them).
 * Outputs: ``{"boxes": [b, D, 4], "scores": [b, D], "classes": [b, D] (-1 padding), "masks": [b, D,
   28, 28] probabilities inside each box, "valid": [b, D]}`` in the input image's pixels;

@@ -25,7 +25,6 @@ file that a TensorFlow-backend process exports
 
 from __future__ import annotations
 
-import json
 import os
 import tempfile
 
@@ -36,6 +35,7 @@ from lambda_keras.backend.tensorflow_child import run_on_tensorflow
 from lambda_keras.detection import transform_graph
 from lambda_keras.detection.detect import outputs
 from lambda_keras.detection.image_size import check_image_size
+from lambda_keras.labels_file import write_labels
 
 __all__ = [
     "export_detector",
@@ -64,12 +64,8 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
     _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
     categories = getattr(model, "categories", None)
     if categories:  # a converted COCO model: its classes' COCO ids and names beside it
-        labels = {
-            "category_ids": [c["id"] for c in categories],
-            "class_names": [c["name"] for c in categories],
-        }
-        with open(os.path.join(path, "labels.json"), "w") as f:
-            json.dump(labels, f)
+        names, ids = [c["name"] for c in categories], [c["id"] for c in categories]
+        write_labels(path, names, ids)
     return path
 
 
@@ -198,6 +194,6 @@ if __name__ == "__main__":  # export_detector_keras_file's child: KERAS_PATH EXP
     import lambda_keras.detection  # noqa: F401
 
     keras_path, export_dir, size = sys.argv[1:]
-    # Without the compile config (see lambda_keras.training.serving: a PyTorch run's optimizer).
+    # Without the compile config (see lambda_keras.zoo.serving: a PyTorch run's optimizer).
     model = keras.saving.load_model(keras_path, compile=False)
     export_detector(model, export_dir, int(size) or None)

@@ -7,7 +7,7 @@ of knowing models apart.
 
 * [`LetterboxTransform`][lambda_keras.detection.transform.LetterboxTransform]: the project's rule,
   as in training and evaluation
-  ([`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco]): the longer side scaled
+  ([`coco`][lambda_keras.training.detection.datasets.coco]): the longer side scaled
   to ``image_size``, the image padded at the bottom and right to a square; boxes scaled back and
   clipped to the photo, masks pasted by [`paste_masks`][lambda_keras.detection.ops.paste_masks].
 * [`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform]: torchvision's

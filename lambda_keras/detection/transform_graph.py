@@ -1,5 +1,6 @@
 """The transforms' resizing inside TensorFlow graphs, where a photo's size is known only at run
-time: ``tf.data`` pipelines ([`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco])
+time: ``tf.data`` pipelines
+([`lambda_keras.training.detection.datasets.coco`][lambda_keras.training.detection.datasets.coco])
 and SavedModel / LiteRT serving
 ([`lambda_keras.detection.serving`][lambda_keras.detection.serving]). The same rules as the
 transforms' ``resized_size``

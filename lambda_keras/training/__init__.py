@@ -1,13 +1,24 @@
-"""Training support behind the absl scripts in ``scripts/``: input pipelines
-([`data`][lambda_keras.training.data]), the paper's recipes
-([`recipes`][lambda_keras.training.recipes]), distribution strategies
-([`distribute`][lambda_keras.training.distribute]), one training run
-([`trainer`][lambda_keras.training.trainer]), serving export
-([`serving`][lambda_keras.training.serving]) and evaluation
-([`evaluation`][lambda_keras.training.evaluation]).
+"""Training, apart from the models: a shared core and one sub-package per task.
 
-Training runs with Keras on TensorFlow or JAX; on both, the input pipelines are ``tf.data``, so
-TensorFlow must be installed (the ``[cpu]``, ``[jax]`` and ``[tpu]`` extras bring it).
+The core, the same for every task: where a run executes
+([`distribute`][lambda_keras.training.distribute]: a frozen
+[`PlacementConfig`][lambda_keras.training.distribute.PlacementConfig] that both tasks' configs
+embed; ``tf.distribute`` on TensorFlow, ``keras.distribution`` on JAX
+([`data_parallel`][lambda_keras.training.data_parallel]), one device on PyTorch), resuming a
+killed run ([`resume`][lambda_keras.training.resume]), the ``strategy.run`` loop
+([`custom_loop`][lambda_keras.training.custom_loop]), a finished run's files
+([`export`][lambda_keras.training.export]: ``model.keras``, a SavedModel written by a TensorFlow
+process, ``labels.json``) and the scripts' flag checks
+([`flag_checks`][lambda_keras.training.flag_checks]).
+
+The tasks, each in the same modules (``config``, ``recipes``, ``data``, ``model``, ``trainer``,
+``evaluation``): [`classification`][lambda_keras.training.classification] and
+[`detection`][lambda_keras.training.detection]. The scripts in ``scripts/`` map their flags onto
+a task's config.
+
+Training runs with Keras on TensorFlow, JAX or PyTorch; the input pipelines are ``tf.data`` on
+all three, so TensorFlow must be installed (the ``[cpu]``, ``[jax]`` and ``[tpu]`` extras bring
+it).
 """
 
 from lambda_keras.backend.requirements import require_tensorflow

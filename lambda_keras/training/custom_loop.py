@@ -14,7 +14,7 @@ does for the trainer, with the model's compiled loss and optimizer and the same 
 * batch-norm moving statistics, per replica unless ``synchronized``, are averaged across the
   replicas at the end of every epoch, so that all workers hold the same model;
 * one input pipeline per worker (``distribute_datasets_from_function``, see
-  [`lambda_keras.training.data.make_dataset`][lambda_keras.training.data.make_dataset]'s
+  [`lambda_keras.training.classification.data.make_dataset`][lambda_keras.training.classification.data.make_dataset]'s
   ``input_context``);
 * fault tolerance: a ``tf.train.CheckpointManager`` checkpoint of the model, the optimizer and
   the epoch at the end of every epoch; a run started again with the same ``model_dir`` resumes

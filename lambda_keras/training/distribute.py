@@ -12,6 +12,7 @@ import os
 import keras
 import tensorflow as tf
 
+from lambda_keras import _validation as v
 from lambda_keras.training import data_parallel
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "TENSORFLOW_STRATEGIES",
     "TORCH_STRATEGIES",
     "Placement",
+    "PlacementConfig",
     "check_strategy",
     "is_chief",
     "make_placement",
@@ -98,6 +100,55 @@ class Placement:
         if self.distribution is None:
             return contextlib.nullcontext()
         return self.distribution.scope()
+
+
+@dataclasses.dataclass(frozen=True)
+class PlacementConfig:
+    """Where a run executes, as both training configs embed it (the flags of
+    ``scripts/placement_flags.py``); checked when made.
+
+    Attributes:
+        strategy: One of [`STRATEGIES`][lambda_keras.training.distribute.STRATEGIES]
+            ([`check_strategy`][lambda_keras.training.distribute.check_strategy] says which
+            backend runs which).
+        tpu: TensorFlow's `TPUStrategy`: the TPU's name, `"local"` on a TPU VM.
+        coordinator_address: JAX multi-host: `host:port` of process 0.
+        num_processes: JAX multi-host: the number of hosts.
+        process_id: JAX multi-host: this host's index.
+
+    Examples:
+
+    >>> PlacementConfig(strategy="one_device").strategy
+    'one_device'
+    """
+
+    strategy: str = "auto"
+    tpu: str | None = None
+    coordinator_address: str | None = None
+    num_processes: int | None = None
+    process_id: int | None = None
+
+    CHECKS = {
+        "strategy": lambda name, value: v.one_of(name, value, STRATEGIES),
+        "num_processes": v.optional(v.positive_int),
+        "process_id": v.optional(v.non_negative_int),
+    }
+    """Each field's check (`_validation`'s), run when a config is made and as the flag's
+    validator."""
+
+    def __post_init__(self):
+        v.check_fields(self, self.CHECKS)
+
+    def make(self) -> Placement:
+        """[`make_placement`][lambda_keras.training.distribute.make_placement] of these settings;
+        call before any other op."""
+        return make_placement(
+            self.strategy,
+            self.tpu,
+            self.coordinator_address,
+            self.num_processes,
+            self.process_id,
+        )
 
 
 def make_placement(

@@ -3,11 +3,14 @@ library's own rule and words (``--name`` in place of the argument's name), once.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Mapping
 
 from absl import flags
 
-__all__ = ["register_check"]
+from lambda_keras._validation import Check
+
+__all__ = ["register_check", "register_checks"]
 
 
 def register_check(
@@ -33,7 +36,19 @@ def register_check(
         try:
             check(value)
         except (TypeError, ValueError) as err:
-            raise flags.ValidationError(str(err).replace(f"`{name}`", f"--{name}")) from None
+            message = str(err).replace(f"`{name}`", f"--{name}")
+            raise flags.ValidationError(message.replace(f" {name}=", f" --{name}=")) from None
         return True
 
     flags.register_validator(name, validate, flag_values=flag_values)
+
+
+def register_checks(
+    checks: Mapping[str, Check], flag_values: flags.FlagValues = flags.FLAGS
+) -> None:
+    """[`register_check`][lambda_keras.training.flag_checks.register_check] of each
+    ``check(name, value)`` of a config's ``CHECKS``, for the flags of the same names that
+    ``flag_values`` defines: the script refuses a value with the words the config would."""
+    for name, check in checks.items():
+        if name in flag_values:
+            register_check(name, functools.partial(check, name), flag_values)

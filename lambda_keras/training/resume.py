@@ -34,8 +34,8 @@ def _normalised(settings: Mapping[str, object]) -> dict:
 
 
 # Settings every resumed run may change: where the files are, what is printed or exported, and
-# the strategy that spreads the work (the global batch stays the same).
-ALWAYS_RESUMABLE = frozenset({"model_dir", "verbose", "export", "strategy", "tpu"})
+# where the run executes (strategy, TPU, hosts: the global batch stays the same).
+ALWAYS_RESUMABLE = frozenset({"model_dir", "verbose", "export", "placement"})
 
 
 def run_settings(config, resumable: frozenset[str], **resolved) -> dict:

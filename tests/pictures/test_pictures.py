@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from lambda_keras.detection import MaskRCNN
-from lambda_keras.detection.data.shapes import CATEGORIES, write_shapes_dataset
+from lambda_keras.training.detection.datasets.shapes import CATEGORIES, write_shapes_dataset
 from tests.detection.tiny import TINY_HEADS, tiny_backbone
 
 PICTURES = Path(__file__).resolve().parents[2] / "pictures"

@@ -45,7 +45,7 @@ def shapes_flags(data: Path) -> list[str]:
 def shapes_paths(data: Path) -> dict[str, str]:
     """The four data flags of a small COCO-format shapes set in ``data``, written there unless
     it already holds it (a copy of it too, damaged files and all)."""
-    from lambda_keras.detection.data.shapes import write_shapes_dataset
+    from lambda_keras.training.detection.datasets.shapes import write_shapes_dataset
 
     paths = write_shapes_dataset(data, num_train=8, num_val=6, image_size=64)
     return {name: str(path) for name, path in paths.items()}

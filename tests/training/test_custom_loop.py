@@ -14,8 +14,8 @@ import keras
 import numpy as np
 import pytest
 
+from lambda_keras.training.classification import ClassificationConfig, train
 from lambda_keras.training.custom_loop import fit_with_strategy_run
-from lambda_keras.training.trainer import TrainConfig, train
 
 ROOT = Path(__file__).resolve().parents[2]
 # 16 steps of batch 64 (of 22 in an epoch; >10 so that the capped EMA and batch-norm decays are
@@ -51,7 +51,7 @@ def log_rows(model_dir):
 def test_custom_loop_gives_fits_weights(tmp_path, precision):
     runs = {
         loop: train(
-            TrainConfig(
+            ClassificationConfig(
                 model_dir=str(tmp_path / loop),
                 epochs=1,
                 loop=loop,
@@ -130,8 +130,10 @@ JOB = textwrap.dedent(
     f"""
     import sys, keras
     keras.config.set_floatx("float64")
-    from lambda_keras.training.trainer import TrainConfig, train
-    train(TrainConfig(model_dir=sys.argv[1], loop=sys.argv[2], strategy=sys.argv[3],
+    from lambda_keras.training.classification import ClassificationConfig, train
+    from lambda_keras.training.distribute import PlacementConfig
+    train(ClassificationConfig(model_dir=sys.argv[1], loop=sys.argv[2],
+                      placement=PlacementConfig(strategy=sys.argv[3]),
                       epochs=1, width_multiplier=0.125, image_size=32, batch_size=64,
                       steps_per_epoch={STEPS}, deterministic=True, sync_batch_norm=True,
                       verbose=2, export=sys.argv[4] == "export"))

@@ -53,7 +53,7 @@ def test_mirrored_trains_a_lambda_model_on_two_logical_cpus():
             cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
         import keras, numpy as np
         from lambda_keras import zoo
-        from lambda_keras.training import data
+        from lambda_keras.training.classification import data
         from lambda_keras.training.distribute import make_strategy
         strategy = make_strategy("mirrored")
         print("replicas", strategy.num_replicas_in_sync)
@@ -75,3 +75,30 @@ def test_mirrored_trains_a_lambda_model_on_two_logical_cpus():
     assert "replicas 2" in result.stdout
     losses = [float(v) for v in result.stdout.split("losses")[1].split()]
     assert len(losses) == 2 and all(0 < v < 10 for v in losses)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(strategy="gpus"), "`strategy` must be one of 'auto'"),
+        (dict(num_processes=0), "`num_processes` must be a positive integer"),
+        (dict(process_id=-1), "`process_id` must be an integer >= 0"),
+    ],
+)
+def test_placement_config_is_checked_when_made(kwargs, match):
+    from lambda_keras.training.distribute import PlacementConfig
+
+    with pytest.raises(ValueError, match=match):
+        PlacementConfig(**kwargs)
+
+
+def test_placement_config_is_frozen_and_makes_the_placement():
+    import dataclasses
+
+    from lambda_keras.training.distribute import PlacementConfig
+
+    config = PlacementConfig(strategy="one_device")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.strategy = "auto"
+    placement = config.make()
+    assert placement.replicas == 1 and placement.chief

@@ -169,7 +169,7 @@ def test_saved_model_export(tmp_path):
     if keras.backend.backend() == "torch":
         pytest.skip(
             "Keras 3.15's tf_saved_model export fails on PyTorch for any model (torch.export: "
-            "dynamic_shapes mismatch); lambda_keras.training.serving exports through a .keras file"
+            "dynamic_shapes mismatch); lambda_keras.zoo.serving exports through a .keras file"
         )
     tf = pytest.importorskip("tensorflow", reason="a SavedModel needs TensorFlow installed")
     model = zoo.LambdaResNet50C4(input_shape=SMALL, classes=5)

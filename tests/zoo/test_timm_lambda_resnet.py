@@ -171,7 +171,7 @@ def test_serving_graph_does_the_models_own_preprocessing(tmp_path):
     import tensorflow as tf
 
     from lambda_keras.preprocessing import normalize
-    from lambda_keras.training.serving import export_for_serving
+    from lambda_keras.zoo.serving import export_for_serving
 
     spec = tlr.SPECS["lambda_resnet26t"]
     model = zoo.LambdaResNet26T()

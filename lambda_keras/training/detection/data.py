@@ -7,17 +7,22 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from lambda_keras.detection.data import coco
 from lambda_keras.training import resume
-from lambda_keras.training.detection.config import DetectionConfig
-from lambda_keras.training.detection.run import DetectionRun, resolve_run
-from lambda_keras.training.distribute import Placement, make_placement
+from lambda_keras.training.detection.config import (
+    RESUMABLE_CHANGES,
+    DetectionConfig,
+    DetectionRun,
+    resolve_run,
+)
+from lambda_keras.training.detection.datasets import coco
+from lambda_keras.training.distribute import Placement
 
-__all__ = ["RESUMABLE_CHANGES", "PreparedData", "prepare_data", "sources"]
+__all__ = ["PreparedData", "prepare_data", "sources"]
 
 
 def sources(config: DetectionConfig):
-    """The training and validation [`CocoSource`][lambda_keras.detection.data.coco.CocoSource]."""
+    """The training and validation
+    [`CocoSource`][lambda_keras.training.detection.datasets.coco.CocoSource]."""
     given = [
         config.train_annotations,
         config.train_images,
@@ -33,7 +38,7 @@ def sources(config: DetectionConfig):
             "--train_annotations=labelme:DIR the images flag of that set may be left out)."
         )
     if not any(given):
-        from lambda_keras.detection.data.shapes import write_shapes_dataset
+        from lambda_keras.training.detection.datasets.shapes import write_shapes_dataset
 
         paths = write_shapes_dataset(config.shapes_dir, seed=config.seed)
         given = [
@@ -52,7 +57,7 @@ def sources(config: DetectionConfig):
 
 
 def _is_labelme(annotations) -> bool:
-    from lambda_keras.detection.data.labelme import PREFIX
+    from lambda_keras.training.detection.datasets.labelme import PREFIX
 
     return str(annotations).startswith(PREFIX)
 
@@ -60,7 +65,7 @@ def _is_labelme(annotations) -> bool:
 def _from_labelme(given: list, model_dir: str) -> list:
     """labelme folders -> COCO files in ``model_dir`` (``labelme_train.json``,
     ``labelme_val.json``), one category list for both: the union of their labels."""
-    from lambda_keras.detection.data import labelme
+    from lambda_keras.training.detection.datasets import labelme
 
     folders = {
         split: str(ann).removeprefix(labelme.PREFIX)
@@ -91,22 +96,6 @@ class PreparedData:
     resume_settings: dict  # checked against a killed run's, recorded when training starts
 
 
-# Options a resumed run may change: resume's own, whether the step is compiled, and the data
-# paths (the data may move; the categories are checked instead).
-RESUMABLE_CHANGES = resume.ALWAYS_RESUMABLE | {
-    "jit_compile",
-    "coordinator_address",
-    "num_processes",
-    "process_id",
-    "shapes_dir",
-    "train_annotations",
-    "train_images",
-    "val_annotations",
-    "val_images",
-}
-"""Settings that may differ when a killed detection run is started again over its `model_dir`."""
-
-
 def prepare_data(config: DetectionConfig) -> PreparedData:
     """Read and check the run's data (or write the shapes data). Every mistake in the data
     (a file, an annotation, an image) raises ``ValueError``/``FileNotFoundError`` here, before
@@ -115,13 +104,7 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     ([`lambda_keras.training.resume.check_resume`][lambda_keras.training.resume.check_resume]; the
     backup stays)."""
     run = resolve_run(config)
-    placement = make_placement(
-        config.strategy,
-        config.tpu,
-        config.coordinator_address,
-        config.num_processes,
-        config.process_id,
-    )
+    placement = config.placement.make()
     placement.check_batch_size(run.batch_size)
     train_source, val_source = sources(config)
     settings = resume.run_settings(

@@ -9,7 +9,7 @@ import keras
 
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.torchvision.mask_rcnn import is_class_layer, maskrcnn_resnet50_fpn
-from lambda_keras.training.detection.run import DetectionRun
+from lambda_keras.training.detection.config import DetectionRun
 
 __all__ = ["build_model", "copy_heads"]
 

@@ -8,18 +8,18 @@ stays ([`lambda_keras.training.resume`][lambda_keras.training.resume]).
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import keras
 import numpy as np
 
-from lambda_keras.detection.data import coco_eval
 from lambda_keras.training import resume
+from lambda_keras.training.detection import evaluation
 from lambda_keras.training.detection.config import DetectionConfig
 from lambda_keras.training.detection.data import PreparedData, prepare_data
 from lambda_keras.training.detection.model import build_model
+from lambda_keras.training.export import export_run
 
 __all__ = ["train"]
 
@@ -75,7 +75,7 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
         verbose=config.verbose,
     )
     seconds = time.perf_counter() - start
-    scores = coco_eval.evaluate(model, val_source, image_size=image_size, batch_size=batch_size)
+    scores = evaluation.evaluate(model, val_source, image_size=image_size, batch_size=batch_size)
     result = {"scores": scores, "train_seconds": seconds, "model": model}
     result["history"] = history.history
     if config.export and placement.chief:
@@ -89,13 +89,15 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
 
 
 def _export(model, config: DetectionConfig, source, image_size: int) -> dict:
-    from lambda_keras.detection.serving import export_detector
+    from lambda_keras.detection.serving import export_detector_keras_file
 
-    keras_path = os.path.join(config.model_dir, "model.keras")
-    model.save(keras_path)
-    saved = export_detector(model, os.path.join(config.model_dir, "saved_model"), image_size)
-    labels = {"category_ids": list(source.category_ids), "class_names": list(source.class_names)}
-    with open(os.path.join(config.model_dir, "labels.json"), "w") as f:
-        json.dump(labels, f)
-    print(f"Saved {keras_path} and the serving SavedModel {saved}.")
-    return {"keras": keras_path, "saved_model": saved}
+    files = export_run(
+        model,
+        config.model_dir,
+        export_detector_keras_file,
+        image_size,
+        source.class_names,
+        source.category_ids,
+    )
+    print(f"Saved {files['keras']} and the serving SavedModel {files['saved_model']}.")
+    return files

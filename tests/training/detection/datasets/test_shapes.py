@@ -3,7 +3,7 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from lambda_keras.detection.data import shapes
+from lambda_keras.training.detection.datasets import shapes
 
 
 def test_writes_real_coco_with_polygons_and_rle(tmp_path):

@@ -12,16 +12,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.training.data import load_source, pad_batches
+from lambda_keras.training.classification.data import load_source, pad_batches
+from lambda_keras.training.classification.evaluation import evaluate
 from lambda_keras.training.distribute import check_strategy
-from lambda_keras.training.evaluation import evaluate
 from tests.backend import run_script_on_jax
 from tests.script_flags import load_script
 from tests.training_log import logged
 
 backend_from_argv = load_script("placement_flags").backend_from_argv
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 RUN = ["--epochs=2", "--steps_per_epoch=3", "--width_multiplier=0.125", "--deterministic"]
 
 
@@ -67,7 +67,7 @@ def top1(stdout: str) -> float:
 def test_what_jax_wrote_evaluates_and_serves_on_tensorflow(runs):
     root, two, _ = runs
     run = root / "two"
-    for name in ("model.keras", "checkpoint.keras", "class_names.json", "run_settings.json"):
+    for name in ("model.keras", "checkpoint.keras", "labels.json", "run_settings.json"):
         assert (run / name).is_file(), name
     assert (run / "tensorboard" / "train").is_dir()
     assert (run / "saved_model" / "saved_model.pb").is_file()

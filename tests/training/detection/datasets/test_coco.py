@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection.data import coco
 from lambda_keras.detection.target_checks import check_targets
+from lambda_keras.training.detection.datasets import coco
 
 
 def _write(tmp_path, annotations, images=None, categories=None, image_mode="RGB"):

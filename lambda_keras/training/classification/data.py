@@ -2,15 +2,19 @@
 
 Sources yield ``(image uint8 [h, w, 3], label int32)`` pairs:
 
-* [`digits_source`][lambda_keras.training.data.digits_source] — scikit-learn's 1,797 real 8x8
+* [`digits_source`][lambda_keras.training.classification.data.digits_source] — scikit-learn's 1,797
+real 8x8
   handwritten digits (shipped inside the scikit-learn wheel: no download), upsampled so the models'
   /32 downsampling fits;
-* [`folder_source`][lambda_keras.training.data.folder_source] — ``root/<class>/*.jpg|png`` (class
+* [`folder_source`][lambda_keras.training.classification.data.folder_source] —
+``root/<class>/*.jpg|png`` (class
   names sorted);
-* [`tfds_source`][lambda_keras.training.data.tfds_source] — any TFDS image-classification builder by
+* [`tfds_source`][lambda_keras.training.classification.data.tfds_source] — any TFDS
+image-classification builder by
   name, with ``data_dir`` and ``manual_dir`` (ImageNet needs its archives in ``manual_dir``).
 
-[`make_dataset`][lambda_keras.training.data.make_dataset] turns a source into batches for
+[`make_dataset`][lambda_keras.training.classification.data.make_dataset] turns a source into
+batches for
 ``model.fit``: random-resized crop and flip (training) or centre crop (evaluation), optional
 RandAugment, ImageNet normalisation, one-hot labels, optional MixUp/CutMix, batching by the global
 batch size, ``AUTOTUNE`` parallelism and
@@ -22,22 +26,28 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+from collections.abc import Callable
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from lambda_keras import _validation as v
+from lambda_keras import zoo
 from lambda_keras.image_files import is_damaged_image
 from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
+from lambda_keras.training.classification.config import ClassificationConfig, flips
+from lambda_keras.training.classification.recipes import Recipe
 
 __all__ = [
+    "Inputs",
     "Source",
     "digits_source",
     "folder_source",
     "is_damaged_image",
     "load_source",
     "make_dataset",
+    "make_inputs",
     "pad_batches",
     "randaugment_factor",
     "tfds_source",
@@ -91,7 +101,8 @@ def digits_split(split: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def digits_source(split: str, image_size: int = 32, seed: int = 0) -> Source:
-    """[`digits_split`][lambda_keras.training.data.digits_split] as a source: the 8x8 images (values
+    """[`digits_split`][lambda_keras.training.classification.data.digits_split] as a source: the
+    8x8 images (values
     0..16) scaled to 0..255, upsampled to ``image_size`` (nearest neighbour) and repeated over 3
     channels."""
     v.positive_int("image_size", image_size)
@@ -271,7 +282,8 @@ def _check_dataset_arguments(
     cutmix_alpha,
     shuffle_buffer,
 ) -> None:
-    """[`make_dataset`][lambda_keras.training.data.make_dataset]'s arguments, before a pipeline is
+    """[`make_dataset`][lambda_keras.training.classification.data.make_dataset]'s arguments, before
+    a pipeline is
     built (a bad value would fail in a map function at the first batch, or not at all)."""
     v.positive_int("image_size", image_size)
     v.positive_int("global_batch_size", global_batch_size)
@@ -471,3 +483,60 @@ def _batch_mixer(mixup_alpha: float, cutmix_alpha: float, seed: int):
         )
 
     return mix
+
+
+@dataclasses.dataclass
+class Inputs:
+    """A run's data: the training source, its pipeline factory (called with a
+    ``tf.distribute.InputContext`` by the custom loop, with nothing by ``fit``), the evaluation
+    batches and the damaged files each split left out (``{split: count}``)."""
+
+    train: Source
+    train_dataset: Callable[[tf.distribute.InputContext | None], tf.data.Dataset]
+    eval_dataset: tf.data.Dataset
+    skipped: dict[str, int]
+
+
+def make_inputs(config: ClassificationConfig, recipe: Recipe) -> Inputs:
+    """The training and evaluation splits of ``config.dataset`` and their pipelines: the
+    config's augmentation, the recipe's RandAugment magnitude for the model."""
+    sources = {
+        split: load_source(
+            config.dataset,
+            split,
+            image_size=config.image_size,
+            seed=config.seed,
+            data_dir=config.data_dir,
+            manual_dir=config.manual_dir,
+        )
+        for split in (config.train_split, config.eval_split)
+    }
+    train_source = sources[config.train_split]
+    flip = flips(config)
+    magnitude = recipe.randaugment_magnitude(zoo.model_info(config.model), config.image_size)
+
+    def train_dataset(input_context=None):
+        return make_dataset(
+            train_source,
+            training=True,
+            image_size=config.image_size,
+            global_batch_size=config.batch_size,
+            seed=config.seed,
+            repeat=True,
+            crop_scale=(config.crop_min_area, 1.0),
+            horizontal_flip=flip,
+            randaugment_magnitude=magnitude,
+            mixup_alpha=config.mixup_alpha,
+            cutmix_alpha=config.cutmix_alpha,
+            deterministic=config.deterministic,
+            input_context=input_context,
+        )
+
+    eval_dataset = make_dataset(
+        sources[config.eval_split],
+        training=False,
+        image_size=config.image_size,
+        global_batch_size=config.batch_size,
+    )
+    skipped = {split: len(source.skipped) for split, source in sources.items()}
+    return Inputs(train_source, train_dataset, eval_dataset, skipped)

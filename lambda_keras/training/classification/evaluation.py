@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
-from lambda_keras.training import data
+from lambda_keras.training.classification import data
 
-__all__ = ["evaluate", "top_k_accuracy"]
+__all__ = ["evaluate", "load_keras_file", "result_line", "top_k_accuracy"]
 
 
 def top_k_accuracy(model: keras.Model, dataset: tf.data.Dataset) -> dict:
@@ -103,3 +104,16 @@ def _accuracy(scores: np.ndarray, labels: np.ndarray) -> dict:
         "top1": float(np.mean(top5[:, 0] == labels)),
         "top5": float(np.mean((top5 == labels[:, None]).any(axis=-1))),
     }
+
+
+def result_line(eval_split: str, result: dict) -> str:
+    """A training run's last line: the scores, how long it trained and, when any split left
+    damaged files out, how many of each (their paths are printed when the data is read)."""
+    line = (
+        f"{eval_split} top-1 {result['top1']:.4f}, top-5 {result['top5']:.4f} "
+        f"({math.ceil(result['train_seconds'])} s of training, {result['steps']} steps"
+    )
+    if any(result["skipped"].values()):
+        counts = ", ".join(f"{n} of {split}" for split, n in result["skipped"].items())
+        line += f"; damaged image files skipped: {counts}, listed above"
+    return line + ")"

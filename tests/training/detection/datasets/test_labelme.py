@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection.data import coco, labelme
 from lambda_keras.training.detection import DetectionConfig
 from lambda_keras.training.detection.data import sources as _sources
+from lambda_keras.training.detection.datasets import coco, labelme
 
 
 def write_image(path, height=40, width=60):

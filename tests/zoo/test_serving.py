@@ -12,7 +12,7 @@ import pytest
 import sklearn
 
 from lambda_keras import zoo
-from lambda_keras.training.serving import export_for_serving
+from lambda_keras.zoo.serving import export_for_serving
 
 CHINA = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"  # a real photo
 

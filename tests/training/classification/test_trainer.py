@@ -10,13 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from lambda_keras.training import recipes
-from lambda_keras.training.data import load_source
-from lambda_keras.training.evaluation import evaluate
-from lambda_keras.training.trainer import TrainConfig, build_model, train
+from lambda_keras.labels_file import read_labels
+from lambda_keras.training.classification import ClassificationConfig, build_model, recipes, train
+from lambda_keras.training.classification.data import load_source
+from lambda_keras.training.classification.evaluation import evaluate
+from lambda_keras.training.distribute import PlacementConfig
 from tests.training_log import logged
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TINY = dict(width_multiplier=0.125, image_size=32, batch_size=64, verbose=0)
 
 
@@ -30,7 +31,9 @@ def short_run(tmp_path_factory):
     a run writes and of the eval/export scripts that read it."""
     model_dir = tmp_path_factory.mktemp("short_run")
     result = train(
-        TrainConfig(model_dir=str(model_dir), epochs=2, mixup_alpha=0.2, cutmix_alpha=1.0, **TINY)
+        ClassificationConfig(
+            model_dir=str(model_dir), epochs=2, mixup_alpha=0.2, cutmix_alpha=1.0, **TINY
+        )
     )
     return model_dir, result
 
@@ -43,7 +46,7 @@ def test_short_run_trains_evaluates_and_exports(short_run):
     assert 0.0 <= result["top1"] <= result["top5"] <= 1.0
     assert epochs_logged(tmp_path) == [0, 1]
     assert (Path(result["saved_model"]) / "saved_model.pb").exists()
-    assert (tmp_path / "class_names.json").read_text().startswith('["0"')
+    assert read_labels(str(tmp_path))["class_names"][:2] == ["0", "1"]
     # eval.py's function: the .keras file and the SavedModel agree with the trainer.
     source = load_source("digits", "test")
     by_keras = evaluate(result["keras"], source, image_size=32)
@@ -102,7 +105,9 @@ def test_recipe_sets_dropout_and_stochastic_depth(recipe, model, image_size, dro
 
     from lambda_keras.layers import StochasticDepth
 
-    config = TrainConfig(model=model, recipe=recipe, image_size=image_size, width_multiplier=0.125)
+    config = ClassificationConfig(
+        model=model, recipe=recipe, image_size=image_size, width_multiplier=0.125
+    )
     built = build_model(config, 10, recipes.RECIPES[recipe])
     rates = [layer.rate for layer in built.layers if isinstance(layer, keras.layers.Dropout)]
     assert rates == ([dropout] if dropout else [])  # no Dropout layer at rate 0
@@ -113,18 +118,18 @@ def test_recipe_sets_dropout_and_stochastic_depth(recipe, model, image_size, dro
 @pytest.mark.parametrize(
     "kwargs,match",
     [
-        (dict(recipe="10ep"), "--recipe"),
+        (dict(recipe="10ep"), "`recipe` must be one of"),
         (dict(model="lambda_resnet_50"), "Unknown model"),
-        (dict(mixed_precision="int8"), "--mixed_precision"),
-        (dict(batch_size=0), "--batch_size"),
-        (dict(strategy="tpu"), "--tpu"),
-        (dict(strategy="multi_worker", loop="fit"), "keras-team/keras#20585"),
-        (dict(loop="keras"), "--loop"),
+        (dict(mixed_precision="int8"), "`mixed_precision` must be one of"),
+        (dict(batch_size=0), "`batch_size` must be a positive integer"),
+        (dict(placement=PlacementConfig(strategy="tpu")), "--tpu"),
+        (dict(placement=PlacementConfig("multi_worker"), loop="fit"), "keras-team/keras#20585"),
+        (dict(loop="keras"), "`loop` must be one of"),
     ],
 )
 def test_bad_arguments(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        train(TrainConfig(model_dir=str(tmp_path), **{**TINY, **kwargs}))
+        train(ClassificationConfig(model_dir=str(tmp_path), **{**TINY, **kwargs}))
 
 
 @pytest.mark.end_to_end
@@ -169,7 +174,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
     # Started again with another width: refused before a model is built, the backup untouched
     # (the script prints this error as one line, exit 2: test_bad_input.py proves that wiring).
     backup = {p.name: p.read_bytes() for p in (tmp_path / "backup").rglob("*") if p.is_file()}
-    other = TrainConfig(
+    other = ClassificationConfig(
         model_dir=str(tmp_path),
         epochs=4,
         width_multiplier=0.25,
@@ -192,10 +197,10 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path, loop):
 def test_the_optimizer_is_built_before_the_first_step():
     """Its slots and weight averages exist before fit: a first traced step that created them
     would be traced twice (about 10 s more per run for LambdaResNet-50)."""
-    from lambda_keras.training.trainer import _compiled_model
+    from lambda_keras.training.classification.model import compiled_model
 
-    config = TrainConfig(**TINY)
-    model = _compiled_model(config, recipes.RECIPES["90ep"], 10, steps_per_epoch=2, epochs=1)
+    config = ClassificationConfig(**TINY)
+    model = compiled_model(config, recipes.RECIPES["90ep"], 10, steps_per_epoch=2, epochs=1)
     assert model.optimizer.built
     paths = [v.path for v in model.optimizer.variables]
     assert any(p.endswith("_average") for p in paths)  # EMA

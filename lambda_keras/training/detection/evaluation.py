@@ -17,7 +17,7 @@ import keras
 import numpy as np
 
 from lambda_keras.detection import ops
-from lambda_keras.detection.data.coco import CocoSource, make_dataset
+from lambda_keras.training.detection.datasets.coco import CocoSource, make_dataset
 
 __all__ = ["METRICS", "coco_results", "evaluate"]
 

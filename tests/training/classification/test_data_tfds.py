@@ -1,11 +1,12 @@
 """TFDS sources: a real builder prepared into a temporary ``data_dir`` (no download), TFDS's
 mock data for the registered catalogue, and the errors raised before anything is fetched."""
 
+import json
+
 import numpy as np
 import pytest
 
-from lambda_keras.training import data
-from lambda_keras.training.trainer import TrainConfig, train
+from lambda_keras.training.classification import ClassificationConfig, data, train
 
 tfds = pytest.importorskip("tensorflow_datasets")
 
@@ -54,7 +55,7 @@ def test_tfds_builder_prepared_locally(tmp_path):
 @pytest.mark.end_to_end
 def test_trainer_on_a_tfds_data_set(tmp_path):
     result = train(
-        TrainConfig(
+        ClassificationConfig(
             dataset="lambda_keras_toy_shapes",
             data_dir=str(tmp_path / "tfds"),
             model_dir=str(tmp_path / "run"),
@@ -65,7 +66,8 @@ def test_trainer_on_a_tfds_data_set(tmp_path):
         )
     )
     assert result["steps"] == 40 // 8
-    assert (tmp_path / "run" / "class_names.json").read_text() == '["circle", "square", "triangle"]'
+    labels = json.loads((tmp_path / "run" / "labels.json").read_text())
+    assert labels == {"class_names": ["circle", "square", "triangle"]}
     assert result["model"].output_shape == (None, 3)
 
 

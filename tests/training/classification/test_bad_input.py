@@ -14,14 +14,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.training import data
+from lambda_keras.training.classification import data
 from tests.script_flags import assert_refused, case_ids, load_script, parse
 
 eval_script = load_script("eval")
 export_script = load_script("export")
 train_script = load_script("train")
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ENV = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(ROOT)}
 
 
@@ -37,19 +37,19 @@ def run(script: str, *flags: str, cwd) -> subprocess.CompletedProcess:
 
 
 TRAIN_FLAG_CASES = {
-    "epochs_zero": ("--epochs=0", "--epochs must be a positive number of epochs"),
-    "epochs_negative": ("--epochs=-1", "--epochs must be a positive number"),
-    "steps_per_epoch_zero": ("--steps_per_epoch=0", "--steps_per_epoch must be an integer >= 1"),
+    "epochs_zero": ("--epochs=0", "--epochs must be a positive integer; received --epochs=0"),
+    "epochs_negative": ("--epochs=-1", "--epochs must be a positive integer"),
+    "steps_per_epoch_zero": ("--steps_per_epoch=0", "--steps_per_epoch must be a positive integer"),
     "warmup_negative": ("--warmup_epochs=-2", "--warmup_epochs must be"),
     "learning_rate_negative": (
         "--learning_rate=-0.1",
-        "--learning_rate must be a finite number > 0",
+        "--learning_rate must be a positive number",
     ),
-    "learning_rate_nan": ("--learning_rate=nan", "--learning_rate must be a finite number"),
+    "learning_rate_nan": ("--learning_rate=nan", "--learning_rate must be a positive number"),
     "mixup_negative": ("--mixup_alpha=-1", "--mixup_alpha must be"),
     "cutmix_negative": ("--cutmix_alpha=-0.5", "--cutmix_alpha must be"),
-    "crop_area": ("--crop_min_area=1.5", "--crop_min_area must be a fraction in"),
-    "crop_area_zero": ("--crop_min_area=0", "--crop_min_area must be a fraction in"),
+    "crop_area": ("--crop_min_area=1.5", "--crop_min_area must be a number in (0.0, 1.0]"),
+    "crop_area_zero": ("--crop_min_area=0", "--crop_min_area must be a number in (0.0, 1.0]"),
     "batch_zero": ("--batch_size=0", "--batch_size must be a positive integer"),
     "image_size": ("--image_size=8", "--image_size must be an integer >= 32"),
     "width": ("--width_multiplier=0", "--width_multiplier must be"),
@@ -74,7 +74,7 @@ def test_train_flags_are_one_line_from_the_script(tmp_path):
     done = run("train.py", "--epochs=0", f"--model_dir={tmp_path / 'run'}", cwd=tmp_path)
     assert done.returncode == 1, done.stderr[-1000:]
     assert "FATAL Flags parsing error" in done.stderr
-    assert "--epochs must be a positive number of epochs" in done.stderr
+    assert "--epochs must be a positive integer" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "run").exists()  # nothing started
 
@@ -129,7 +129,7 @@ def test_damaged_images_are_skipped_with_their_paths(tmp_path, capsys):
 def test_evaluation_says_how_many_images_it_scored_and_skipped(tmp_path, capsys):
     import keras
 
-    from lambda_keras.training.evaluation import evaluate
+    from lambda_keras.training.classification.evaluation import evaluate
 
     root = tmp_path / "data"
     write_images(root, {"a": 3, "b": 2})
@@ -150,8 +150,8 @@ def test_evaluation_says_how_many_images_it_scored_and_skipped(tmp_path, capsys)
 def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path):
     """The run's inputs count each split's damaged files, and its last line says so (the line
     a run prints is ``result_line``'s: ``_finish`` prints nothing else)."""
-    from lambda_keras.training import recipes
-    from lambda_keras.training.trainer import TrainConfig, _inputs, result_line
+    from lambda_keras.training.classification import ClassificationConfig, make_inputs, recipes
+    from lambda_keras.training.classification.evaluation import result_line
 
     root = tmp_path / "data"
     write_images(root / "train", {"a": 4, "b": 4})
@@ -159,8 +159,10 @@ def test_a_training_run_says_how_many_damaged_files_each_split_left_out(tmp_path
     (root / "train" / "b" / "cut.png").write_bytes(
         (root / "train" / "a" / "0.png").read_bytes()[:40]
     )
-    config = TrainConfig(dataset=f"folder:{root}", batch_size=4, model_dir=str(tmp_path / "run"))
-    inputs = _inputs(config, recipes.RECIPES[config.recipe])
+    config = ClassificationConfig(
+        dataset=f"folder:{root}", batch_size=4, model_dir=str(tmp_path / "run")
+    )
+    inputs = make_inputs(config, recipes.RECIPES[config.recipe])
     assert inputs.skipped == {"train": 1, "test": 0} and inputs.train.num_examples == 8
     result = {"top1": 0.5, "top5": 1.0, "train_seconds": 12.2, "steps": 3}
     line = result_line("test", {**result, "skipped": inputs.skipped})
@@ -280,7 +282,7 @@ def test_load_source_arguments():
 def test_export_for_serving_arguments(tmp_path, kwargs, error, message):
     import keras
 
-    from lambda_keras.training.serving import export_for_serving
+    from lambda_keras.zoo.serving import export_for_serving
 
     model = keras.Sequential(
         [keras.Input((8, 8, 3)), keras.layers.Flatten(), keras.layers.Dense(2)]

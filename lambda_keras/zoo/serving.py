@@ -10,7 +10,7 @@ Both return ``probabilities`` ``[batch, classes]`` and ``classes`` int64 ``[batc
 
 The serving graph is TensorFlow's: with Keras on another backend (JAX, PyTorch), a model is exported
 through a ``.keras`` file by a TensorFlow-backend process
-([`export_keras_file`][lambda_keras.training.serving.export_keras_file]).
+([`export_keras_file`][lambda_keras.zoo.serving.export_keras_file]).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def export_for_serving(
 
     With Keras on another backend than TensorFlow, the model is saved to a temporary ``.keras`` file
     that a TensorFlow-backend process exports
-    ([`export_keras_file`][lambda_keras.training.serving.export_keras_file]): its layers must be
+    ([`export_keras_file`][lambda_keras.zoo.serving.export_keras_file]): its layers must be
     registered serializable there (every ``lambda_keras`` layer is).
     """
     if not isinstance(model, keras.Model):
@@ -83,7 +83,7 @@ def export_for_serving(
 def export_keras_file(
     keras_path: str, path: str, image_size: int, crop_fraction: float = 0.875
 ) -> str:
-    """[`export_for_serving`][lambda_keras.training.serving.export_for_serving] of the model in the
+    """[`export_for_serving`][lambda_keras.zoo.serving.export_for_serving] of the model in the
     ``.keras`` file ``keras_path``, from any
     Keras backend: in this process on TensorFlow, else in a child process running Keras on
     TensorFlow (the file is backend-neutral). Returns ``path``.

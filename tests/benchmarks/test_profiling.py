@@ -1,10 +1,18 @@
 """Peak memory of a layer call, measured in a child process on every CPU."""
 
+import sys
+from pathlib import Path
+
 import keras
 import pytest
 
 from lambda_keras.layers import LambdaLayer
-from lambda_keras.profiling import Measurement, measure_layer_call
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+from profiling import Measurement, measure_layer_call  # noqa: E402
+
+sys.path.remove(str(BENCHMARKS))
 
 
 def config(layer):

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from lambda_keras.detection.data import coco, coco_eval, shapes
+from lambda_keras.training.detection import evaluation
+from lambda_keras.training.detection.datasets import coco, shapes
 
 
 class _Oracle:
@@ -52,7 +53,7 @@ def val_source(tmp_path_factory):
 
 def test_ground_truth_as_detections_scores_near_one(val_source, tmp_path):
     # Evaluated at twice the image size: boxes are scaled back by the evaluation.
-    scores = coco_eval.evaluate(
+    scores = evaluation.evaluate(
         _Oracle(val_source, 128),
         val_source,
         image_size=128,
@@ -71,6 +72,6 @@ def test_a_model_that_detects_nothing_scores_zero(val_source, capsys):
             out["valid"][:] = False
             return out
 
-    scores = coco_eval.evaluate(Nothing(val_source, 64), val_source, image_size=64, batch_size=4)
-    assert scores["bbox"] == dict.fromkeys(coco_eval.METRICS, 0.0)
+    scores = evaluation.evaluate(Nothing(val_source, 64), val_source, image_size=64, batch_size=4)
+    assert scores["bbox"] == dict.fromkeys(evaluation.METRICS, 0.0)
     assert "no detections" in capsys.readouterr().out

@@ -6,7 +6,7 @@ import pytest
 
 from lambda_keras import zoo
 from lambda_keras.layers import LambdaLayer
-from lambda_keras.training import recipes
+from lambda_keras.training.classification import recipes
 
 
 def table20(model, image_size):

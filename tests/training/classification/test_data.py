@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from lambda_keras import preprocessing
-from lambda_keras.training import data
+from lambda_keras.training.classification import data
 
 
 def test_digits_source_is_real_and_split():

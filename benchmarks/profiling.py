@@ -3,7 +3,7 @@
 TensorFlow's allocator statistics (``tf.config.experimental.get_memory_info``) exist only where
 oneDNN is on, which TensorFlow enables by default only on CPUs with AVX-512; JAX and PyTorch
 have their own counters. The resident memory of a process is there on every CPU and backend:
-[`measure_layer_call`][lambda_keras.profiling.measure_layer_call] builds the layer in a fresh child
+``measure_layer_call`` builds the layer in a fresh child
 process, traces or compiles its call without executing it, then reports how far the resident set
 rose during the first execution (frameworks keep freed memory in pools, so a later call would reuse
 it unseen) and
@@ -70,7 +70,7 @@ def measure_layer_call(
             None: the caller's ``KERAS_BACKEND`` (Keras' default when unset).
 
     Returns:
-        A [`Measurement`][lambda_keras.profiling.Measurement]: the peak of the first execution, the
+        A ``Measurement``: the peak of the first execution, the
         time of the second.
 
     Raises:
@@ -107,7 +107,7 @@ def measure_layer_call(
         # A fresh interpreter, not multiprocessing: nothing of the caller's __main__ re-runs,
         # and no multi-threaded framework is forked.
         done = subprocess.run(
-            [sys.executable, "-m", "lambda_keras.profiling"],
+            [sys.executable, os.path.abspath(__file__)],
             input=request,
             capture_output=True,
             text=True,
@@ -162,7 +162,7 @@ def layer_step(
 
     The layer is rebuilt from ``layer_config`` on a random float32 input of ``input_shape``
     (e.g. ``[batch, height, width, channels]``); the arguments mean what they mean for
-    [`measure_layer_call`][lambda_keras.profiling.measure_layer_call]. TensorFlow: a ``tf.function``
+    ``measure_layer_call``. TensorFlow: a ``tf.function``
     without XLA; JAX: ``jax.jit`` of the layer's stateless call (and ``jax.grad``); PyTorch: eager.
 
     Returns:

@@ -10,7 +10,8 @@
 Runs shorter than the averages themselves (0.9999 averages over ~10,000 steps; the digits demo
 has 660) cannot use them: there the weight EMA and batch-norm decays are capped at
 ``1 - 10 / total_steps``, an average over the last tenth of the run (reported by
-[`describe`][lambda_keras.training.recipes.describe]; with a cap of half the run the demo's accuracy
+[`describe`][lambda_keras.training.classification.recipes.describe]; with a cap of half the run the
+demo's accuracy
 fell from 98.6% to 35%, the averages lagging behind the weights). Runs at least as long as the
 average, such as the paper's (90 ImageNet epochs at batch 4096: 28,080 steps), keep the stated
 values.

@@ -1,5 +1,6 @@
 """labelme annotation folders -> COCO-format annotations (then every rule of
-[`lambda_keras.detection.data.coco`][lambda_keras.detection.data.coco] applies).
+[`lambda_keras.training.detection.datasets.coco`][lambda_keras.training.detection.datasets.coco]
+applies).
 
 labelme writes one JSON file per image: ``{"shapes": [{"label", "points", "shape_type",
 "group_id", ...}], "imagePath", "imageHeight", "imageWidth", ...}``. Here:
@@ -15,7 +16,8 @@ labelme writes one JSON file per image: ``{"shapes": [{"label", "points", "shape
 * Categories are the labels in sorted order, ids 1, 2, ... (``labels`` fixes them, e.g. the
   union of a training and a validation folder).
 
-    python -m lambda_keras.detection.data.labelme --input=DIR --output=annotations.json \
+    python -m lambda_keras.training.detection.datasets.labelme --input=DIR
+    --output=annotations.json \
         [--skip_shape_types=line,point]
 
 Training reads a folder directly: ``train_maskrcnn.py --train_annotations=labelme:DIR
@@ -104,7 +106,7 @@ def labelme_to_coco(
         skip_shape_types: Shape types to leave out instead of refusing them, e.g.
             ``("line", "point")``. What was left out is in ``info["skipped_shapes"]``:
             ``{type: {"shapes": count, "files": count}}``
-            ([`skipped_summary`][lambda_keras.detection.data.labelme.skipped_summary]).
+            ([`skipped_summary`][lambda_keras.training.detection.datasets.labelme.skipped_summary]).
     """
     folder = Path(folder)
     files = _json_files(folder)
@@ -149,7 +151,8 @@ def labelme_to_coco(
 
 
 def skipped_summary(data: dict) -> str:
-    """What [`labelme_to_coco`][lambda_keras.detection.data.labelme.labelme_to_coco] left out, e.g.
+    """What [`labelme_to_coco`][lambda_keras.training.detection.datasets.labelme.labelme_to_coco]
+    left out, e.g.
     ``"skipped 3 'line' shape(s) in 2 file(s), 1 'point' shape(s) in 1 file(s)"``; ``"skipped no
     shapes"`` when nothing was."""
     skipped = data.get("info", {}).get("skipped_shapes", {})
@@ -264,7 +267,9 @@ def write_coco(
     labels: list[str] | None = None,
     skip_shape_types: str | tuple[str, ...] | list[str] = (),
 ) -> Path:
-    """Write [`labelme_to_coco`][lambda_keras.detection.data.labelme.labelme_to_coco]'s annotations
+    """Write
+    [`labelme_to_coco`][lambda_keras.training.detection.datasets.labelme.labelme_to_coco]'s
+    annotations
     for ``folder`` to ``output``; returns it."""
     return _write(labelme_to_coco(folder, labels, skip_shape_types), output)
 
