@@ -12,7 +12,8 @@
 * [`detect`][lambda_keras.detection.detect.detect]: one photo's detections in its pixels, on any
   backend.
 * [transform][lambda_keras.detection.transform]: each model's input transform (resize, pad, map
-  back).
+  back), and [anchor_generator][lambda_keras.detection.anchor_generator]: where its anchors lie;
+  both parts passed to the model and saved with it.
 * [ops][lambda_keras.detection.ops]: boxes, anchors, ROIAlign, NMS, mask pasting.
 * [targets][lambda_keras.detection.targets]: training targets with static shapes;
   [target_checks][lambda_keras.detection.target_checks]: what they may hold.
@@ -23,6 +24,11 @@ TensorFlow stays where it is the point: reading COCO and labelme into ``tf.data`
 """
 
 from lambda_keras.detection import ops, targets
+from lambda_keras.detection.anchor_generator import (
+    AnchorGenerator,
+    CentredAnchors,
+    TorchvisionAnchors,
+)
 from lambda_keras.detection.detect import detect
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
@@ -32,15 +38,23 @@ from lambda_keras.detection.torchvision.mask_rcnn import (
     maskrcnn_resnet50_fpn,
     maskrcnn_resnet50_fpn_v2,
 )
-from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+from lambda_keras.detection.transform import (
+    InputTransform,
+    LetterboxTransform,
+    TorchvisionTransform,
+)
 
 __all__ = [
+    "AnchorGenerator",
     "BoxHead",
+    "CentredAnchors",
     "FeaturePyramid",
+    "InputTransform",
     "MaskHead",
     "MaskRCNN",
     "RPNHead",
     "LetterboxTransform",
+    "TorchvisionAnchors",
     "TorchvisionTransform",
     "WarmupStepDecay",
     "detect",

@@ -33,8 +33,9 @@ cross-entropy of the ground-truth class's mask for the mask head.
 
 Variants are settings, not subclasses: torchvision's Mask R-CNN
 ([maskrcnn_resnet50_fpn][lambda_keras.detection.maskrcnn_resnet50_fpn]) is this model with its
-backbone, its anchor rule (``anchor_rule="torchvision"``), ROIAlign without the half-pixel shift
-(``roi_align_aligned=False``), its proposal counts and minimum sizes, and its input transform
+backbone, its anchors (``anchor_generator=TorchvisionAnchors()``), ROIAlign without the
+half-pixel shift (``roi_align_aligned=False``), its proposal counts and minimum sizes, and its
+input transform
 ([TorchvisionTransform][lambda_keras.detection.transform.TorchvisionTransform]); its v2
 ([maskrcnn_resnet50_fpn_v2][lambda_keras.detection.maskrcnn_resnet50_fpn_v2]) adds batch norm in
 the FPN and the heads, a second RPN convolution and a box head of four convolutions and one fully
@@ -51,6 +52,7 @@ from keras import ops as K
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops, target_checks, targets
+from lambda_keras.detection.anchor_generator import AnchorGenerator, CentredAnchors
 from lambda_keras.detection.detections import select_detections
 from lambda_keras.detection.fpn import FeaturePyramid
 from lambda_keras.detection.heads import BoxHead, MaskHead, RPNHead
@@ -58,17 +60,14 @@ from lambda_keras.detection.image_size import SIZE_MULTIPLE, check_image_size
 from lambda_keras.detection.ops._checks import Tensor
 from lambda_keras.detection.ops.sizes import ceil_divide
 from lambda_keras.detection.proposals import generate_proposals
-from lambda_keras.detection.transform import LetterboxTransform, TorchvisionTransform
+from lambda_keras.detection.transform import InputTransform, LetterboxTransform
 from lambda_keras.detection.valid_region import zero_outside
 from lambda_keras.preprocessing import normalize
 
-__all__ = ["ANCHOR_RULES", "LOSS_NAMES", "MaskRCNN"]
+__all__ = ["LOSS_NAMES", "MaskRCNN"]
 
 LOSS_NAMES = ("rpn_objectness", "rpn_box", "classification", "box", "mask")
 ROI_LEVELS = ("P2", "P3", "P4", "P5")
-# "centres": anchors centred on their cells (ops.pyramid_anchors); "torchvision": on the cells'
-# corners with rounded sides and torchvision's strides, per image (ops.torchvision_anchors).
-ANCHOR_RULES = ("centres", "torchvision")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,15 +113,21 @@ class MaskRCNN(keras.Model):
             torchvision's v2: 4).
         box_head_fcs: Fully connected layers of the box head (2; torchvision's v2: 1).
         head_batch_norm: Batch norm after each convolution of the box and mask heads.
-        anchor_rule: One of ``ANCHOR_RULES``.
+        anchor_generator: Where the anchors lie: default
+            [`CentredAnchors()`][lambda_keras.detection.anchor_generator.CentredAnchors] (32-512
+            pixels on P2-P6, ratios 0.5, 1, 2, centred on their cells);
+            [`TorchvisionAnchors()`][lambda_keras.detection.anchor_generator.TorchvisionAnchors]
+            for torchvision's rule. It must cover P2-P6, the FPN's levels.
         roi_align_aligned: ROIAlign's half-pixel shift (True; torchvision's v1 model: False).
         proposal_min_size: Proposals with a side below this many pixels are dropped.
         detection_min_size: Detections with a side of at most this many pixels are dropped.
         detection_candidates: (box, class) pairs kept before the final per-class NMS (a fixed
             number keeps shapes static; torchvision keeps every pair above the threshold).
-        transform: The input transform the model serves with: None (the project's letterbox,
-            at a size chosen when serving) or a
-            [`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform].
+        transform: The input transform the model serves with: default
+            [`LetterboxTransform()`][lambda_keras.detection.transform.LetterboxTransform] (the
+            project's letterbox, at a size chosen when serving unless it carries one), or
+            [`TorchvisionTransform()`][lambda_keras.detection.transform.TorchvisionTransform]
+            (with a backbone that takes ``valid_sizes``).
         categories: ``[{"id": int, "name": str}]`` per class (e.g. COCO's), or None.
 
     Examples:
@@ -155,12 +160,12 @@ class MaskRCNN(keras.Model):
         box_head_convs: int = 0,
         box_head_fcs: int = 2,
         head_batch_norm: bool = False,
-        anchor_rule: str = "centres",
+        anchor_generator: AnchorGenerator | None = None,
         roi_align_aligned: bool = True,
         proposal_min_size: float = 0.0,
         detection_min_size: float = 0.0,
         detection_candidates: int = 1000,
-        transform: TorchvisionTransform | None = None,
+        transform: InputTransform | None = None,
         categories: list[dict] | None = None,
         **kwargs,
     ):
@@ -182,7 +187,7 @@ class MaskRCNN(keras.Model):
         self.score_threshold = v.number_in("score_threshold", score_threshold, 0.0, 1.0)
         self.box_head_units = v.positive_int("box_head_units", box_head_units)
         self.mask_head_channels = v.positive_int("mask_head_channels", mask_head_channels)
-        self.anchor_rule = v.one_of("anchor_rule", anchor_rule, ANCHOR_RULES)
+        self.anchor_generator = _check_anchor_generator(anchor_generator)
         self.roi_align_aligned = v.boolean("roi_align_aligned", roi_align_aligned)
         self.proposal_min_size = v.number_in(
             "proposal_min_size", proposal_min_size, 0.0, float("inf")
@@ -195,7 +200,7 @@ class MaskRCNN(keras.Model):
         self.categories = _check_categories(categories, self.num_classes)
         self.fpn = FeaturePyramid(fpn_channels, batch_norm=fpn_batch_norm, name="fpn")
         self.rpn_head = RPNHead(
-            len(ops.DEFAULT_ASPECT_RATIOS), fpn_channels, rpn_convs, name="rpn_head"
+            self.anchor_generator.anchors_per_cell, fpn_channels, rpn_convs, name="rpn_head"
         )
         self.box_head = BoxHead(
             num_classes,
@@ -254,16 +259,11 @@ class MaskRCNN(keras.Model):
     def input_transform(self, image_size: int | None = None):
         """How a photo becomes this model's input and its outputs go back into the photo
         ([`lambda_keras.detection.transform`][lambda_keras.detection.transform]): the model's own
-        ``transform``, or the letterbox at ``image_size`` (a multiple of 64) when one is given."""
+        ``transform``, or the letterbox at ``image_size`` (a multiple of 64) when one is given
+        ([`InputTransform.at_size`][lambda_keras.detection.transform.InputTransform.at_size])."""
         if image_size is not None:
-            return LetterboxTransform(check_image_size(image_size))
-        if self.transform is None:
-            raise ValueError(
-                "`image_size` is needed to export this MaskRCNN (the side it detects at, a "
-                "multiple of 64); only models with their own transform (torchvision's) carry "
-                "their preprocessing."
-            )
-        return self.transform
+            check_image_size(image_size)
+        return self.transform.at_size(image_size)
 
     # ------------------------------------------------------------------ shared
     def _view(self, images, image_sizes) -> _View:
@@ -271,7 +271,7 @@ class MaskRCNN(keras.Model):
         if image_sizes is None:
             return _View(canvas, None, None)
         image_sizes = K.minimum(K.cast(image_sizes, "int32"), K.convert_to_tensor(canvas, "int32"))
-        multiple = None if self.transform is None else self.transform.size_divisible
+        multiple = self.transform.size_divisible
         padded = None if multiple is None else ceil_divide(image_sizes, multiple) * multiple
         return _View(canvas, image_sizes, padded)
 
@@ -308,13 +308,8 @@ class MaskRCNN(keras.Model):
         """``(anchors, valid)``: ``{"P<l>": [n_l, 4]}`` for every image alike, or per image
         ``{"P<l>": [b, n_l, 4]}`` with their validity (torchvision's rule on images of their
         own sizes)."""
-        if self.anchor_rule == "centres":
-            return ops.pyramid_anchors(view.canvas), None
-        if view.image_sizes is None:  # every image fills the batch: one set of anchors
-            anchors, _ = ops.torchvision_anchors(view.canvas, K.convert_to_tensor([view.canvas]))
-            return {level: boxes[0] for level, boxes in anchors.items()}, None
         sizes = view.image_sizes if view.padded is None else view.padded
-        return ops.torchvision_anchors(view.canvas, sizes)
+        return self.anchor_generator(view.canvas, sizes)
 
     def _proposals(self, objectness, deltas, view: _View, training):
         anchors, valid = self._anchors(view)
@@ -511,7 +506,7 @@ class MaskRCNN(keras.Model):
             "box_head_convs": self.box_head.num_convs,
             "box_head_fcs": self.box_head.num_fcs,
             "head_batch_norm": self.box_head.batch_norm,
-            "anchor_rule": self.anchor_rule,
+            "anchor_generator": keras.saving.serialize_keras_object(self.anchor_generator),
             "roi_align_aligned": self.roi_align_aligned,
             "proposal_min_size": self.proposal_min_size,
             "detection_min_size": self.detection_min_size,
@@ -524,7 +519,8 @@ class MaskRCNN(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         config["backbone"] = keras.saving.deserialize_keras_object(config["backbone"])
-        config["transform"] = keras.saving.deserialize_keras_object(config.get("transform"))
+        for part in ("anchor_generator", "transform"):
+            config[part] = keras.saving.deserialize_keras_object(config.get(part))
         return cls(**config)
 
 
@@ -558,15 +554,32 @@ def _takes_valid_sizes(backbone: keras.Model) -> bool:
     return isinstance(inputs, dict) and set(inputs) == {"images", "valid_sizes"}
 
 
-def _check_transform(transform, backbone: keras.Model):
-    if transform is None:
-        return None
-    if not isinstance(transform, TorchvisionTransform):
+def _check_anchor_generator(anchor_generator) -> AnchorGenerator:
+    if anchor_generator is None:
+        return CentredAnchors()
+    if not isinstance(anchor_generator, AnchorGenerator):
         raise TypeError(
-            "`transform` must be None (the letterbox, sized when serving) or a "
-            f"TorchvisionTransform; received {type(transform).__name__}."
+            "`anchor_generator` must be an AnchorGenerator (CentredAnchors(), "
+            f"TorchvisionAnchors()); received {type(anchor_generator).__name__}."
         )
-    if not _takes_valid_sizes(backbone):
+    levels = tuple(f"P{level}" for level in range(2, 7))
+    if anchor_generator.levels != levels:
+        raise ValueError(
+            f"`anchor_generator` must give anchors on the FPN's levels {levels}; received "
+            f"{anchor_generator.levels}."
+        )
+    return anchor_generator
+
+
+def _check_transform(transform, backbone: keras.Model) -> InputTransform:
+    if transform is None:
+        return LetterboxTransform()
+    if not isinstance(transform, InputTransform):
+        raise TypeError(
+            "`transform` must be an InputTransform (LetterboxTransform(), "
+            f"TorchvisionTransform()); received {type(transform).__name__}."
+        )
+    if transform.size_divisible is not None and not _takes_valid_sizes(backbone):
         raise ValueError(
             f"A transform that pads each image to a multiple of {transform.size_divisible} "
             "needs a backbone that takes {'images': ..., 'valid_sizes': ...} and zeroes its "

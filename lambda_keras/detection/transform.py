@@ -39,28 +39,89 @@ from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size, round_up
 from lambda_keras.detection.ops._checks import Tensor
 
-__all__ = ["LetterboxTransform", "TorchvisionTransform"]
+__all__ = ["InputTransform", "LetterboxTransform", "TorchvisionTransform"]
 
 
-class LetterboxTransform:
-    """The project's transform at ``image_size`` (a multiple of 64): see the module docstring.
+class InputTransform:
+    """What every input transform gives: its serving form at a size
+    ([`at_size`][lambda_keras.detection.transform.InputTransform.at_size]), the resized size of a
+    photo in Python (``resized_size``) and inside a TensorFlow graph (``graph_resize``), the
+    canvases a photo may be padded to (``canvases``), the model's input for one padded photo
+    (``model_inputs``) and the way back into the photo (``to_photo``); ``size_divisible``: the
+    multiple each image is padded to inside a larger batch (None: each image fills its canvas).
+    Saved with the model (``get_config``)."""
 
-    Not saved with a model: a project ``MaskRCNN`` detects at any multiple of 64, so the size is
-    chosen where the model is served (``export_detector(model, path, image_size)``,
-    ``detect(model, image, image_size)``).
+    size_divisible: int | None = None
+
+    def at_size(self, image_size: int | None) -> InputTransform:
+        """The transform a photo is served with: ``image_size`` (a multiple of 64) asks for the
+        project's letterbox at that size, whatever the model's own transform; None for the
+        model's own."""
+        if image_size is not None:
+            return LetterboxTransform(image_size)
+        return self
+
+    def get_config(self) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def from_config(cls, config: dict) -> InputTransform:
+        return cls(**config)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.get_config() == self.get_config()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.get_config()})"
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class LetterboxTransform(InputTransform):
+    """The project's transform (module docstring), a ``MaskRCNN``'s default.
+
+    Args:
+        image_size: The square side (a multiple of 64), or None: a project ``MaskRCNN`` detects
+            at any multiple of 64, so the size may be chosen where the model is served
+            (``export_detector(model, path, image_size)``, ``detect(model, image, image_size)``).
+            A size given here is saved with the model and served by default.
+
+    Examples:
+
+    >>> LetterboxTransform(256).resized_size(480, 640)
+    (192, 256)
+    >>> LetterboxTransform().at_size(128)
+    LetterboxTransform({'image_size': 128})
     """
 
     size_divisible = None  # each image fills the square it is padded into
 
-    def __init__(self, image_size: int):
-        self.image_size = check_image_size(image_size)
+    def __init__(self, image_size: int | None = None):
+        self.image_size = None if image_size is None else check_image_size(image_size)
+
+    def at_size(self, image_size: int | None) -> LetterboxTransform:
+        if image_size is None and self.image_size is None:
+            raise ValueError(
+                "`image_size` is needed to serve this MaskRCNN (the side it detects at, a "
+                "multiple of 64): its letterbox transform has no size of its own."
+            )
+        return LetterboxTransform(image_size or self.image_size)
+
+    def get_config(self) -> dict:
+        return {"image_size": self.image_size}
+
+    def _side(self) -> int:
+        if self.image_size is None:
+            raise ValueError(
+                "This LetterboxTransform has no `image_size`: call `at_size(image_size)` first."
+            )
+        return self.image_size
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """The letterbox rule on a ``height x width`` photo: the longer side to
         ``image_size``, each side rounded (half to even, in float32 as the graph computes it)
         and at least 1."""
         shape = np.array([height, width], np.float32)
-        scale = np.float32(self.image_size) / shape.max()
+        scale = np.float32(self._side()) / shape.max()
         h, w = np.maximum(np.round(shape * scale), 1).astype(int).tolist()
         return h, w
 
@@ -73,14 +134,14 @@ class LetterboxTransform:
         from lambda_keras.detection.transform_graph import letterbox_size
 
         del float64
-        _, size = letterbox_size(tf.shape(image)[:2], self.image_size)
+        _, size = letterbox_size(tf.shape(image)[:2], self._side())
         return tf.image.resize(tf.cast(image, tf.float32), size), size
 
     def canvases(self, size) -> tuple[list[tuple[int, int]], Tensor | None]:
         """``(canvases, first)``: the batch sizes an image of ``size`` may be padded to, and
         whether it is the first (None when there is one)."""
         del size
-        return [(self.image_size, self.image_size)], None
+        return [(self._side(), self._side())], None
 
     def model_inputs(self, padded: Tensor, size: Tensor):
         """The model's input for one padded image: the image alone (it fills the square,
@@ -93,13 +154,13 @@ class LetterboxTransform:
         model's ``boxes [D, 4]`` and ``masks [D, M, M]``; ``shape`` is the photo's
         ``(height, width)``."""
         del size
-        scale = self.image_size / K.max(K.cast(shape, "float32"))
+        scale = self._side() / K.max(K.cast(shape, "float32"))
         boxes = ops.clip_boxes(boxes / scale, shape)
         return boxes, ops.paste_masks(masks, boxes, shape)
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
-class TorchvisionTransform:
+class TorchvisionTransform(InputTransform):
     """torchvision's ``GeneralizedRCNNTransform`` (module docstring).
 
     Args:
@@ -153,13 +214,3 @@ class TorchvisionTransform:
             "max_size": self.max_size,
             "size_divisible": self.size_divisible,
         }
-
-    @classmethod
-    def from_config(cls, config: dict) -> TorchvisionTransform:
-        return cls(**config)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.get_config() == self.get_config()
-
-    def __repr__(self) -> str:
-        return f"TorchvisionTransform({self.get_config()})"

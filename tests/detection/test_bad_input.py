@@ -9,6 +9,7 @@ import pytest
 from lambda_keras.detection import MaskRCNN, WarmupStepDecay, ops
 from lambda_keras.detection.serving import export_detector
 from lambda_keras.training.detection import DetectionConfig, prepare_data
+from lambda_keras.training.distribute import PlacementConfig
 from tests.detection.tiny import tiny_backbone
 
 
@@ -152,14 +153,19 @@ def test_schedule_arguments(kwargs, message):
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"strategy": "multi_worker"}, "--strategy=multi_worker: Mask R-CNN trains with model.fit"),
+        (
+            {"placement": PlacementConfig("multi_worker")},
+            "--strategy=multi_worker: Mask R-CNN trains with model.fit",
+        ),
         ({"backbone_weights": "/no/such.weights.h5"}, "'/no/such.weights.h5' does not exist"),
         ({"backbone_weights": "imagenet"}, "Unknown weights 'imagenet'.*'lambda_resnet50': none"),
         ({"backbone": "resnet"}, "`backbone` must be one of 'lambda_resnet'"),
     ],
 )
 def test_run_settings_that_would_fail_later_fail_before_the_data_is_read(tmp_path, kwargs, message):
-    config = DetectionConfig(shapes_dir=str(tmp_path / "data"), model_dir=str(tmp_path), **kwargs)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message):  # the config's own checks, or the run's
+        config = DetectionConfig(
+            shapes_dir=str(tmp_path / "data"), model_dir=str(tmp_path), **kwargs
+        )
         prepare_data(config)
     assert not (tmp_path / "data").exists()  # nothing written

@@ -8,7 +8,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from lambda_keras.detection import MaskRCNN, TorchvisionTransform, detect, transform_graph
+from lambda_keras.detection import (
+    MaskRCNN,
+    TorchvisionAnchors,
+    TorchvisionTransform,
+    detect,
+    transform_graph,
+)
 from lambda_keras.detection.serving import export_detector, export_detector_onnx
 from tests.detection.tiny import tiny_valid_backbone
 
@@ -26,7 +32,7 @@ def exported(tmp_path_factory):
         mask_head_channels=8,
         max_detections=10,
         score_threshold=0.0,  # random weights: every class scores about 1 / 4
-        anchor_rule="torchvision",
+        anchor_generator=TorchvisionAnchors(),
         roi_align_aligned=False,
         transform=TRANSFORM,
     )

@@ -63,10 +63,27 @@ def test_torchvision_transform_arguments(kwargs, error, message):
 def test_a_padding_transform_needs_a_backbone_that_zeroes_beyond_each_image():
     with pytest.raises(ValueError, match="needs a backbone that takes"):
         MaskRCNN(tiny_backbone(), num_classes=2, transform=TorchvisionTransform())
-    with pytest.raises(TypeError, match="`transform` must be None .* received LetterboxTransform"):
-        MaskRCNN(tiny_backbone(), num_classes=2, transform=LetterboxTransform(64))
-    with pytest.raises(ValueError, match="`anchor_rule` must be one of 'centres', 'torchvision'"):
-        MaskRCNN(tiny_backbone(), num_classes=2, anchor_rule="corners")
+    with pytest.raises(TypeError, match="`transform` must be an InputTransform .* received str"):
+        MaskRCNN(tiny_backbone(), num_classes=2, transform="letterbox")
+
+
+def test_the_letterbox_is_the_default_transform_and_is_saved_with_the_model(tmp_path):
+    """Always an object: the default letterbox is sized where the model is served; one given a
+    size serves at that size, after a .keras round trip too."""
+    model = MaskRCNN(tiny_backbone(), num_classes=2)
+    assert model.transform == LetterboxTransform()
+    with pytest.raises(ValueError, match="`image_size` is needed to serve this MaskRCNN"):
+        model.input_transform()
+    assert model.input_transform(128) == LetterboxTransform(128)
+    sized = MaskRCNN(tiny_backbone(), num_classes=2, transform=LetterboxTransform(128))
+    sized.build((None, None, None, 3))
+    sized.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert loaded.transform == LetterboxTransform(128)
+    assert loaded.input_transform() == LetterboxTransform(128)
+    assert loaded.input_transform(64) == LetterboxTransform(64)  # a size asked for wins
+    with pytest.raises(ValueError, match="call `at_size\\(image_size\\)` first"):
+        LetterboxTransform().resized_size(480, 640)
 
 
 @pytest.mark.parametrize("shape", [(480, 640), (640, 480), (97, 97), (1, 1000)])

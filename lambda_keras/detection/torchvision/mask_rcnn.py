@@ -6,9 +6,11 @@ What makes them torchvision's and not the project's own Mask R-CNN is data
 
 * backbone: ResNet-50 v1.5 with frozen batch norm
   ([`resnet`][lambda_keras.detection.torchvision.resnet]); anchors on the cells' corners with
-  rounded sides (``anchor_rule="torchvision"``); ROIAlign without the half-pixel shift
-  (``roi_align_aligned=False``); proposals smaller than 1e-3 and detections smaller than
-  1e-2 pixels dropped; RPN 2000/2000 (train) and 1000/1000 (test) boxes before/after NMS;
+  rounded sides
+  ([`TorchvisionAnchors`][lambda_keras.detection.anchor_generator.TorchvisionAnchors]);
+  ROIAlign without the half-pixel shift (``roi_align_aligned=False``); proposals smaller than
+  1e-3 and detections smaller than 1e-2 pixels dropped; RPN 2000/2000 (train) and 1000/1000
+  (test) boxes before/after NMS;
 * input: torchvision's transform
   ([`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform]:
   shorter side 800, longer at most 1333, each image padded to a multiple of 32; every map is
@@ -43,6 +45,7 @@ import os
 import keras
 
 from lambda_keras.checkpoints import read_checkpoint
+from lambda_keras.detection.anchor_generator import TorchvisionAnchors
 from lambda_keras.detection.fpn import FeaturePyramid  # noqa: F401  (registered for loading)
 from lambda_keras.detection.mask_rcnn import MaskRCNN
 from lambda_keras.detection.torchvision import checkpoint
@@ -80,7 +83,7 @@ CLASS_LAYERS = ("box_head/logits", "box_head/deltas", "mask_head/logits")
 # torchvision's rules as MaskRCNN settings (the backbone and categories come with the builder).
 TORCHVISION_RULES = {
     "rpn_top_k": (2000, 2000, 1000, 1000),
-    "anchor_rule": "torchvision",
+    "anchor_generator": TorchvisionAnchors(),
     "roi_align_aligned": False,
     "proposal_min_size": 1e-3,
     "detection_min_size": 1e-2,

@@ -159,7 +159,7 @@ def test_the_coco_checkpoint_is_pinned_by_its_whole_digest():
 def test_the_projects_own_mask_rcnn_still_needs_an_image_size(tmp_path):
     from lambda_keras.detection import MaskRCNN
 
-    with pytest.raises(ValueError, match="`image_size` is needed to export this MaskRCNN"):
+    with pytest.raises(ValueError, match="`image_size` is needed to serve this MaskRCNN"):
         export_detector(MaskRCNN(tiny_backbone(), num_classes=3), str(tmp_path / "sm"))
     assert not (tmp_path / "sm").exists()
 

@@ -1,0 +1,129 @@
+"""A detector's anchor generator: where its anchors lie on each pyramid level, a part passed to
+[`MaskRCNN`][lambda_keras.detection.MaskRCNN] (``anchor_generator=``) and saved with it, as
+torchvision's ``AnchorGenerator`` is passed to its ``MaskRCNN``.
+
+* [`CentredAnchors`][lambda_keras.detection.anchor_generator.CentredAnchors]: the project's rule,
+  anchors centred on their cells, the same for every image of a batch
+  ([`pyramid_anchors`][lambda_keras.detection.ops.pyramid_anchors]);
+* [`TorchvisionAnchors`][lambda_keras.detection.anchor_generator.TorchvisionAnchors]:
+  torchvision's, on the cells' corners with rounded sides and strides of each image's padded size
+  ([`torchvision_anchors`][lambda_keras.detection.ops.torchvision_anchors]).
+
+Both take the anchor side per level and the aspect ratios; the model's RPN predicts
+``anchors_per_cell`` anchors at each cell.
+"""
+
+from __future__ import annotations
+
+import keras
+from keras import ops as K
+
+from lambda_keras import _validation as v
+from lambda_keras.detection import ops
+from lambda_keras.detection.ops._checks import Tensor
+
+__all__ = ["AnchorGenerator", "CentredAnchors", "TorchvisionAnchors"]
+
+
+class AnchorGenerator:
+    """The anchors of a feature pyramid; subclasses say where they lie (``__call__``).
+
+    Args:
+        sizes: ``{level: anchor side in pixels}``; default
+            [`DEFAULT_SIZES`][lambda_keras.detection.ops.anchors.DEFAULT_SIZES] (P2-P6).
+        aspect_ratios: Heights over widths, the same at every level.
+    """
+
+    def __init__(
+        self,
+        sizes: dict[int, float] | None = None,
+        aspect_ratios: tuple[float, ...] = ops.DEFAULT_ASPECT_RATIOS,
+    ):
+        sizes = ops.DEFAULT_SIZES if sizes is None else sizes
+        if not isinstance(sizes, dict) or not sizes:
+            raise TypeError(f"`sizes` must be a dict {{level: side}}; received {sizes!r}.")
+        self.sizes = {
+            v.positive_int("sizes level", int(level)): v.positive_number("sizes", side)
+            for level, side in sorted(sizes.items(), key=lambda item: int(item[0]))
+        }
+        if isinstance(aspect_ratios, (str, bytes)) or not len(aspect_ratios):
+            raise TypeError(f"`aspect_ratios` must be numbers; received {aspect_ratios!r}.")
+        self.aspect_ratios = tuple(v.positive_number("aspect_ratios", r) for r in aspect_ratios)
+
+    @property
+    def anchors_per_cell(self) -> int:
+        """Anchors at each cell of a level: one per aspect ratio."""
+        return len(self.aspect_ratios)
+
+    @property
+    def levels(self) -> tuple[str, ...]:
+        """The pyramid levels the anchors cover, ``("P2", ..., "P6")`` by default."""
+        return tuple(f"P{level}" for level in self.sizes)
+
+    def __call__(
+        self, canvas: tuple[int, int], image_sizes: Tensor | None = None
+    ) -> tuple[dict[str, Tensor], dict[str, Tensor] | None]:
+        """``(anchors, valid)`` for a batch of ``canvas = (height, width)``.
+
+        Args:
+            canvas: The batch's static ``(height, width)``, multiples of the largest stride.
+            image_sizes: ``[batch, 2]`` int, each image's (padded) size inside the canvas, or
+                None when every image fills it.
+
+        Returns:
+            ``{"P<l>": [n_l, 4]}`` boxes for every image alike and None, or per image
+            ``{"P<l>": [batch, n_l, 4]}`` and their validity ``{"P<l>": [batch, n_l]}``.
+        """
+        raise NotImplementedError
+
+    def get_config(self) -> dict:
+        return {"sizes": dict(self.sizes), "aspect_ratios": self.aspect_ratios}
+
+    @classmethod
+    def from_config(cls, config: dict) -> AnchorGenerator:
+        config = dict(config)  # JSON turns the levels into strings, the ratios into a list
+        config["sizes"] = {int(level): side for level, side in config["sizes"].items()}
+        config["aspect_ratios"] = tuple(config["aspect_ratios"])
+        return cls(**config)
+
+    def __eq__(self, other) -> bool:
+        return type(other) is type(self) and other.get_config() == self.get_config()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.get_config()})"
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class CentredAnchors(AnchorGenerator):
+    """Anchors centred on their cells, the same for every image (the project's models).
+
+    Examples:
+
+    >>> anchors, valid = CentredAnchors()((64, 64))
+    >>> tuple(anchors["P2"].shape), valid
+    ((768, 4), None)
+    """
+
+    def __call__(self, canvas, image_sizes=None):
+        del image_sizes  # every image's anchors are the canvas's
+        return ops.pyramid_anchors(canvas, self.sizes, self.aspect_ratios), None
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class TorchvisionAnchors(AnchorGenerator):
+    """torchvision's ``AnchorGenerator``: on the cells' corners, sides rounded, strides of each
+    image's padded size (converted torchvision models).
+
+    Examples:
+
+    >>> anchors, valid = TorchvisionAnchors()((64, 128), [[64, 96]])
+    >>> tuple(anchors["P2"].shape), tuple(valid["P2"].shape)
+    ((1, 1536, 4), (1, 1536))
+    """
+
+    def __call__(self, canvas, image_sizes=None):
+        if image_sizes is None:  # every image fills the batch: one set of anchors
+            whole = K.convert_to_tensor([canvas])
+            anchors, _ = ops.torchvision_anchors(canvas, whole, self.sizes, self.aspect_ratios)
+            return {level: boxes[0] for level, boxes in anchors.items()}, None
+        return ops.torchvision_anchors(canvas, image_sizes, self.sizes, self.aspect_ratios)

@@ -1,0 +1,83 @@
+"""The anchor generators: each rule as the ops compute it, passed to the model and saved with
+it, and refused when it does not fit the model."""
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.detection import (
+    AnchorGenerator,
+    CentredAnchors,
+    MaskRCNN,
+    TorchvisionAnchors,
+    ops,
+)
+from tests.detection.tiny import tiny_backbone
+
+
+def test_centred_anchors_are_the_pyramid_anchors_of_the_canvas():
+    anchors, valid = CentredAnchors()((128, 64), image_sizes=[[100, 64]])
+    expected = ops.pyramid_anchors((128, 64))
+    assert valid is None and set(anchors) == {"P2", "P3", "P4", "P5", "P6"}
+    for level, boxes in expected.items():
+        np.testing.assert_array_equal(np.asarray(anchors[level]), np.asarray(boxes))
+
+
+def test_torchvision_anchors_per_image_or_one_set():
+    generator = TorchvisionAnchors()
+    per_image, valid = generator((128, 192), [[128, 160], [96, 192]])
+    expected, expected_valid = ops.torchvision_anchors((128, 192), [[128, 160], [96, 192]])
+    for level in expected:
+        np.testing.assert_array_equal(np.asarray(per_image[level]), np.asarray(expected[level]))
+        np.testing.assert_array_equal(np.asarray(valid[level]), np.asarray(expected_valid[level]))
+    whole, none = generator((128, 192))
+    assert none is None and tuple(whole["P2"].shape) == (32 * 48 * 3, 4)
+    filling, _ = generator((128, 192), [[128, 192]])  # an image that fills the canvas
+    for level in whole:
+        np.testing.assert_array_equal(np.asarray(whole[level]), np.asarray(filling[level][0]))
+
+
+def test_a_generator_is_saved_with_the_model(tmp_path):
+    generator = CentredAnchors(aspect_ratios=(1.0, 2.0))
+    model = MaskRCNN(tiny_backbone(), num_classes=2, fpn_channels=8, anchor_generator=generator)
+    assert model.rpn_head.anchors_per_cell == 2  # the RPN predicts one per ratio
+    model.build((None, None, None, 3))
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert loaded.anchor_generator == generator and loaded.anchor_generator is not generator
+    assert MaskRCNN(tiny_backbone(), num_classes=2).anchor_generator == CentredAnchors()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"anchor_generator": "torchvision"}, TypeError, "must be an AnchorGenerator"),
+        (
+            {"anchor_generator": CentredAnchors(sizes={3: 32.0, 4: 64.0})},
+            ValueError,
+            "must give anchors on the FPN's levels",
+        ),
+    ],
+)
+def test_a_generator_that_does_not_fit_the_model_is_refused(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        MaskRCNN(tiny_backbone(), num_classes=2, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"sizes": {}}, TypeError, "`sizes` must be a dict"),
+        ({"sizes": {2: -1.0}}, ValueError, "`sizes` must be a positive number"),
+        ({"aspect_ratios": ()}, TypeError, "`aspect_ratios` must be numbers"),
+        ({"aspect_ratios": (0.0,)}, ValueError, "`aspect_ratios` must be a positive number"),
+    ],
+)
+def test_generator_arguments(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        CentredAnchors(**kwargs)
+
+
+def test_the_base_class_says_where_its_anchors_lie_only_in_a_subclass():
+    with pytest.raises(NotImplementedError):
+        AnchorGenerator()((64, 64))
