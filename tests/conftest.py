@@ -35,7 +35,8 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         "end_to_end: whole training runs, every model through the harness, exports, scripts "
-        "and notebooks (the quick tier leaves them out: -m 'not slow and not end_to_end')",
+        "and notebooks: the end-to-end tier (-m 'end_to_end and not slow', run by .ci/run after "
+        "the README's quick tier, the default run)",
     )
     config.addinivalue_line(
         "markers",

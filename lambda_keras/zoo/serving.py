@@ -103,7 +103,7 @@ def export_keras_file(
 
 
 if __name__ == "__main__":  # export_keras_file's child: KERAS_PATH EXPORT_DIR SIZE CROP
-    import lambda_keras  # noqa: F401  (registers the layers)
+    import lambda_keras.layers  # noqa: F401  (registers the layers)
 
     keras_path, export_dir, size, crop = sys.argv[1:]
     # Without the compile config: serving needs no optimizer, and a file written on PyTorch
