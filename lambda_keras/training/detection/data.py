@@ -119,7 +119,7 @@ def prepare_data(config: DetectionConfig) -> PreparedData:
     data = coco.make_dataset(
         train_source,
         image_size=run.image_size,
-        batch_size=run.batch_size,
+        global_batch_size=run.batch_size,
         training=True,
         max_instances=config.max_instances,
         scale_range=run.recipe.scale_range,

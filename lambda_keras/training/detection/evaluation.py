@@ -30,7 +30,7 @@ def coco_results(model, source: CocoSource, *, image_size: int, batch_size: int 
     from pycocotools import mask as mask_utils
 
     results = []
-    data = make_dataset(source, image_size=image_size, batch_size=batch_size, training=False)
+    data = make_dataset(source, image_size=image_size, global_batch_size=batch_size, training=False)
     for images, info in data:
         # Compiled as `predict` compiles it on the model's backend (op by op on JAX is slow).
         out = {k: np.asarray(t) for k, t in model.predict_on_batch(np.asarray(images)).items()}

@@ -231,7 +231,7 @@ def make_dataset(
     source: CocoSource,
     *,
     image_size: int,
-    batch_size: int,
+    global_batch_size: int,
     training: bool,
     max_instances: int = 100,
     mask_size: int = 56,
@@ -242,10 +242,12 @@ def make_dataset(
     ``(images, info)`` with ``info = {"image_id", "scale", "height", "width"}`` for evaluation.
 
     ``images``: ``[batch, image_size, image_size, 3]`` float32 in ``[0, 255]``; ``targets``:
-    ``{"boxes", "classes", "masks", "mask_boxes"}`` padded to ``max_instances``.
+    ``{"boxes", "classes", "masks", "mask_boxes"}`` padded to ``max_instances``. Batches of
+    ``global_batch_size`` (all replicas together), as classification's
+    [`make_dataset`][lambda_keras.training.classification.data.make_dataset].
     """
     image_size = check_image_size(image_size)
-    batch_size = v.positive_int("batch_size", batch_size)
+    global_batch_size = v.positive_int("global_batch_size", global_batch_size)
     records, skipped = [], []
     for image_id in source.image_ids:
         if training:
@@ -278,7 +280,7 @@ def make_dataset(
     # same run gives the same batches, whatever the parallel map's order.
     prepare = _Prepare(image_size, max_instances, training, scale_range, seed or 0)
     data = data.enumerate().map(prepare, num_parallel_calls=tf.data.AUTOTUNE)
-    return data.batch(batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
+    return data.batch(global_batch_size, drop_remainder=training).prefetch(tf.data.AUTOTUNE)
 
 
 @dataclasses.dataclass

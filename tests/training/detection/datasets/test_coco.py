@@ -52,7 +52,9 @@ def test_labels_are_contiguous_and_awkward_annotations_follow_the_rules(tmp_path
         ],
     )
     assert source.category_ids == (5, 9) and source.class_names == ("a", "b")
-    data = coco.make_dataset(source, image_size=128, batch_size=1, training=True, max_instances=4)
+    data = coco.make_dataset(
+        source, image_size=128, global_batch_size=1, training=True, max_instances=4
+    )
     images, targets = next(iter(data))
     assert images.shape == (1, 128, 128, 3)
     labels = targets["classes"].numpy()[0]
@@ -67,11 +69,11 @@ def test_labels_are_contiguous_and_awkward_annotations_follow_the_rules(tmp_path
 
 def test_image_without_objects_is_kept_and_evaluation_input(tmp_path):
     source = _write(tmp_path, [])
-    training = coco.make_dataset(source, image_size=64, batch_size=1, training=True)
+    training = coco.make_dataset(source, image_size=64, global_batch_size=1, training=True)
     _, targets = next(iter(training))
     assert (targets["classes"].numpy() == -1).all()
     images, info = next(
-        iter(coco.make_dataset(source, image_size=128, batch_size=1, training=False))
+        iter(coco.make_dataset(source, image_size=128, global_batch_size=1, training=False))
     )
     assert images.shape == (1, 128, 128, 3)
     assert float(info["scale"][0]) == pytest.approx(128 / 96)
@@ -81,7 +83,9 @@ def test_image_without_objects_is_kept_and_evaluation_input(tmp_path):
 @pytest.mark.parametrize("mode", ["L", "RGBA"])
 def test_greyscale_and_rgba_images_are_read_as_rgb(tmp_path, mode):
     source = _write(tmp_path, [_box(1, 5, [1, 1, 10, 10])], image_mode=mode)
-    images, _ = next(iter(coco.make_dataset(source, image_size=64, batch_size=1, training=False)))
+    images, _ = next(
+        iter(coco.make_dataset(source, image_size=64, global_batch_size=1, training=False))
+    )
     assert images.shape[-1] == 3
 
 
@@ -107,7 +111,9 @@ def test_too_many_objects_and_missing_files(tmp_path):
     with pytest.raises(
         ValueError, match=r"image 1 \(a.png\) has 4 objects, more than max_instances=3"
     ):
-        coco.make_dataset(source, image_size=64, batch_size=1, training=True, max_instances=3)
+        coco.make_dataset(
+            source, image_size=64, global_batch_size=1, training=True, max_instances=3
+        )
     with pytest.raises(FileNotFoundError, match="Annotations file not found"):
         coco.load_coco(tmp_path / "missing.json", tmp_path)
     (tmp_path / "images" / "a.png").unlink()
@@ -129,7 +135,7 @@ def test_too_many_objects_and_missing_files(tmp_path):
 
 
 def _batches(source, seed, count=6):
-    data = coco.make_dataset(source, image_size=64, batch_size=2, training=True, seed=seed)
+    data = coco.make_dataset(source, image_size=64, global_batch_size=2, training=True, seed=seed)
     return [(images.numpy(), targets["boxes"].numpy()) for images, targets in data.take(count)]
 
 
