@@ -20,12 +20,13 @@ from keras import ops as K
 
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
+from lambda_keras.detection.model_part import ModelPart
 from lambda_keras.detection.ops._checks import Tensor
 
 __all__ = ["AnchorGenerator", "CentredAnchors", "TorchvisionAnchors"]
 
 
-class AnchorGenerator:
+class AnchorGenerator(ModelPart):
     """The anchors of a feature pyramid; subclasses say where they lie (``__call__``).
 
     Args:
@@ -85,12 +86,6 @@ class AnchorGenerator:
         config["sizes"] = {int(level): side for level, side in config["sizes"].items()}
         config["aspect_ratios"] = tuple(config["aspect_ratios"])
         return cls(**config)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.get_config() == self.get_config()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.get_config()})"
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")

@@ -37,12 +37,13 @@ from keras import ops as K
 from lambda_keras import _validation as v
 from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size, round_up
+from lambda_keras.detection.model_part import ModelPart
 from lambda_keras.detection.ops._checks import Tensor
 
 __all__ = ["InputTransform", "LetterboxTransform", "TorchvisionTransform"]
 
 
-class InputTransform:
+class InputTransform(ModelPart):
     """What every input transform gives: its serving form at a size
     ([`at_size`][lambda_keras.detection.transform.InputTransform.at_size]), the resized size of a
     photo in Python (``resized_size``) and inside a TensorFlow graph (``graph_resize``), the
@@ -60,19 +61,6 @@ class InputTransform:
         if image_size is not None:
             return LetterboxTransform(image_size)
         return self
-
-    def get_config(self) -> dict:
-        raise NotImplementedError
-
-    @classmethod
-    def from_config(cls, config: dict) -> InputTransform:
-        return cls(**config)
-
-    def __eq__(self, other) -> bool:
-        return type(other) is type(self) and other.get_config() == self.get_config()
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.get_config()})"
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")

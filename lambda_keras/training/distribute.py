@@ -21,6 +21,7 @@ __all__ = [
     "TORCH_STRATEGIES",
     "Placement",
     "PlacementConfig",
+    "check_placement",
     "check_strategy",
     "is_chief",
     "make_placement",
@@ -149,6 +150,15 @@ class PlacementConfig:
             self.num_processes,
             self.process_id,
         )
+
+
+def check_placement(name: str, value) -> PlacementConfig:
+    """A config's ``placement`` must be a
+    [`PlacementConfig`][lambda_keras.training.distribute.PlacementConfig] (a check of
+    ``_validation``'s form, for the configs' ``CHECKS``)."""
+    if not isinstance(value, PlacementConfig):
+        raise TypeError(f"`{name}` must be a PlacementConfig; received {type(value).__name__}.")
+    return value
 
 
 def make_placement(

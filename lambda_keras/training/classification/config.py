@@ -11,7 +11,7 @@ from lambda_keras import _validation as v
 from lambda_keras import zoo
 from lambda_keras.training import resume
 from lambda_keras.training.classification import recipes
-from lambda_keras.training.distribute import PlacementConfig, check_strategy
+from lambda_keras.training.distribute import PlacementConfig, check_placement, check_strategy
 
 __all__ = [
     "LOOPS",
@@ -115,16 +115,13 @@ class ClassificationConfig:
         "loop": lambda name, value: v.one_of(name, value, LOOPS),
         "mixed_precision": lambda name, value: v.one_of(name, value, list(MIXED_PRECISION)),
         "seed": v.non_negative_int,
+        "placement": check_placement,
     }
     """Each field's check (`_validation`'s), run when a config is made and as the flag's
     validator of ``scripts/train.py``."""
 
     def __post_init__(self):
         v.check_fields(self, self.CHECKS)
-        if not isinstance(self.placement, PlacementConfig):
-            raise TypeError(
-                f"`placement` must be a PlacementConfig; received {type(self.placement).__name__}."
-            )
 
 
 def check_backend(config: ClassificationConfig, backend: str) -> None:

@@ -13,7 +13,7 @@ from lambda_keras import zoo
 from lambda_keras.detection.image_size import check_image_size
 from lambda_keras.training import resume
 from lambda_keras.training.detection.recipes import RECIPES, DetectionRecipe
-from lambda_keras.training.distribute import PlacementConfig
+from lambda_keras.training.distribute import PlacementConfig, check_placement
 from lambda_keras.zoo.resnet_family import DEPTHS
 from lambda_keras.zoo.weights import resolve_weights
 
@@ -89,16 +89,13 @@ class DetectionConfig:
         "steps_per_epoch": v.positive_int,
         "max_instances": v.positive_int,
         "seed": v.non_negative_int,
+        "placement": check_placement,
     }
     """Each field's check (`_validation`'s), run when a config is made and as the flag's
     validator of ``scripts/train_maskrcnn.py``."""
 
     def __post_init__(self):
         v.check_fields(self, self.CHECKS)
-        if not isinstance(self.placement, PlacementConfig):
-            raise TypeError(
-                f"`placement` must be a PlacementConfig; received {type(self.placement).__name__}."
-            )
 
 
 @dataclasses.dataclass(frozen=True)
