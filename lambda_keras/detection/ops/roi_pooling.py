@@ -18,12 +18,19 @@ a box that would need more samples per bin than the bound takes the bound (the r
 differs from torchvision's; choose the bound from the largest box in map cells / output size).
 At the map's border a sample within one cell outside the map takes the border value; one
 further out counts as 0 (torchvision's and Detectron2's rule).
+
+**Kernels.** On PyTorch with torchvision installed, ``roi_align`` and ``multilevel_roi_align``
+with a fixed ``sampling_ratio`` call torchvision's ``roi_align`` kernel
+([`roi_align_torchvision`][lambda_keras.detection.ops.roi_align_torchvision]), as
+[`nms`][lambda_keras.detection.ops.nms] calls its NMS there; elsewhere, and for the adaptive
+count, it runs in ``keras.ops``. Both give the same values (a test compares them).
 """
 
 from __future__ import annotations
 
 import math
 
+import keras
 import numpy as np
 from keras import ops
 
@@ -67,6 +74,12 @@ def roi_align(
     _checks.same_sizes("features", features, "boxes", boxes, axes=1)
     if not ops.is_tensor(spatial_scale):
         spatial_scale = v.positive_number("spatial_scale", spatial_scale)
+    output_size = _output_size(output_size)
+    sampling = _sampling(sampling_ratio, max_sampling_ratio)
+    aligned = v.boolean("aligned", aligned)
+    kernels = _torchvision_kernels(sampling)
+    if kernels is not None and not ops.is_tensor(spatial_scale):
+        return kernels.roi_align(features, boxes, output_size, spatial_scale, sampling[0], aligned)
     shape = ops.shape(features)
     flat = ops.reshape(features, (shape[0], shape[1] * shape[2], shape[3]))
     ones = ops.ones_like(boxes[..., 0], "int32")
@@ -76,9 +89,9 @@ def roi_align(
         heights=ones * shape[1],
         widths=ones * shape[2],
         offsets=ones * 0,
-        output_size=_output_size(output_size),
-        sampling=_sampling(sampling_ratio, max_sampling_ratio),
-        aligned=v.boolean("aligned", aligned),
+        output_size=output_size,
+        sampling=sampling,
+        aligned=aligned,
     )
 
 
@@ -165,6 +178,14 @@ def multilevel_roi_align(
     scales = ops.convert_to_tensor([2.0**-level for level in levels], "float32")
     heights = ops.take(_int_vector([s[1] for s in shapes]), index)
     widths = ops.take(_int_vector([s[2] for s in shapes]), index)
+    sampling = _sampling(sampling_ratio, max_sampling_ratio)
+    output_size = _output_size(output_size)
+    aligned = v.boolean("aligned", aligned)
+    kernels = _torchvision_kernels(sampling)
+    if kernels is not None:
+        return kernels.multilevel_roi_align(
+            maps, levels, boxes, index, valid_sizes, output_size, sampling[0], aligned
+        )
     limits = None
     if valid_sizes is not None:
         strides = ops.take(ops.convert_to_tensor([2**level for level in levels], "int32"), index)
@@ -180,10 +201,21 @@ def multilevel_roi_align(
         widths=widths,
         limits=limits,
         offsets=ops.take(offsets, index),
-        output_size=_output_size(output_size),
-        sampling=_sampling(sampling_ratio, max_sampling_ratio),
-        aligned=v.boolean("aligned", aligned),
+        output_size=output_size,
+        sampling=sampling,
+        aligned=aligned,
     )
+
+
+def _torchvision_kernels(sampling: tuple[int, bool]):
+    """The module of torchvision's ``roi_align`` kernel on PyTorch where it is installed and the
+    sampling is fixed ([`roi_align_torchvision`][lambda_keras.detection.ops.roi_align_torchvision]),
+    else None (the ``keras.ops`` path)."""
+    if keras.backend.backend() != "torch" or sampling[1]:
+        return None
+    from lambda_keras.detection.ops import roi_align_torchvision
+
+    return roi_align_torchvision if roi_align_torchvision.available() else None
 
 
 def _sampling(sampling_ratio, max_sampling_ratio) -> tuple[int, bool]:
