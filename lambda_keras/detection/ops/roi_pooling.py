@@ -149,6 +149,29 @@ def multilevel_roi_align(
     Returns:
         ``[batch, num_boxes, out_h, out_w, channels]``.
     """
+    levels, maps = _pyramid_maps(features)
+    boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
+    _checks.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
+    index = (
+        assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
+        - levels[0]
+    )
+    sampling = _sampling(sampling_ratio, max_sampling_ratio)
+    output_size = _output_size(output_size)
+    aligned = v.boolean("aligned", aligned)
+    kernels = _torchvision_kernels(sampling)
+    if kernels is not None:
+        return kernels.multilevel_roi_align(
+            maps, levels, boxes, index, valid_sizes, output_size, sampling[0], aligned
+        )
+    return _multilevel_gathers(
+        maps, levels, boxes, index, valid_sizes, output_size, sampling, aligned
+    )
+
+
+def _pyramid_maps(features) -> tuple[list[int], list[Tensor]]:
+    """``(levels, maps)``: the pyramid's levels in order and their checked maps, each
+    ``[batch, height, width, channels]`` with the same channels."""
     levels = _pyramid_levels(features)
     layout = "[batch, height, width, channels]"
     maps = [
@@ -162,30 +185,21 @@ def multilevel_roi_align(
             "`features` must have the same number of channels on every level (an FPN's "
             f"outputs); received {received}."
         )
+    return levels, maps
+
+
+def _multilevel_gathers(maps, levels, boxes, index, valid_sizes, output_size, sampling, aligned):
+    """The ``keras.ops`` path of ``multilevel_roi_align``: every level's map flattened into one
+    table that each box samples at its level's offset, size and (with ``valid_sizes``) border."""
     shapes = [ops.shape(m) for m in maps]
     flat = ops.concatenate(
         [ops.reshape(m, (s[0], s[1] * s[2], s[3])) for m, s in zip(maps, shapes, strict=True)], 1
     )
     sizes = _int_vector([s[1] * s[2] for s in shapes])
     offsets = ops.cumsum(sizes) - sizes
-
-    boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
-    _checks.same_sizes(f"features['P{levels[0]}']", maps[0], "boxes", boxes, axes=1)
-    index = (
-        assign_pyramid_levels(boxes, levels[0], levels[-1], canonical_size, canonical_level)
-        - levels[0]
-    )
     scales = ops.convert_to_tensor([2.0**-level for level in levels], "float32")
     heights = ops.take(_int_vector([s[1] for s in shapes]), index)
     widths = ops.take(_int_vector([s[2] for s in shapes]), index)
-    sampling = _sampling(sampling_ratio, max_sampling_ratio)
-    output_size = _output_size(output_size)
-    aligned = v.boolean("aligned", aligned)
-    kernels = _torchvision_kernels(sampling)
-    if kernels is not None:
-        return kernels.multilevel_roi_align(
-            maps, levels, boxes, index, valid_sizes, output_size, sampling[0], aligned
-        )
     limits = None
     if valid_sizes is not None:
         strides = ops.take(ops.convert_to_tensor([2**level for level in levels], "int32"), index)
