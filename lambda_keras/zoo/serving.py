@@ -19,12 +19,18 @@ import os
 import sys
 import tempfile
 
-import keras
-import tensorflow as tf
+from lambda_keras.backend.requirements import require_tensorflow
 
-from lambda_keras import _validation as v
-from lambda_keras.backend.tensorflow_child import run_on_tensorflow
-from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize
+# The zoo runs on every backend without TensorFlow; this module writes its SavedModels (as it
+# did under lambda_keras.training, whose guard named what to install).
+require_tensorflow("lambda_keras.zoo.serving", "writes TensorFlow SavedModels")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from lambda_keras import _validation as v  # noqa: E402
+from lambda_keras.backend.tensorflow_child import run_on_tensorflow  # noqa: E402
+from lambda_keras.preprocessing import check_crop_fraction, eval_image, normalize  # noqa: E402
 
 __all__ = ["export_for_serving", "export_keras_file"]
 
