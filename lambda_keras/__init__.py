@@ -8,5 +8,10 @@ from lambda_keras.backend import onednn as _onednn
 _onednn.prefer_onednn()
 
 from lambda_keras import layers, zoo  # noqa: E402
+from lambda_keras.backend import torch_channels_last as _torch_channels_last  # noqa: E402
+
+# Keras' PyTorch convolution, max-pooling and batch norm without their layout copies
+# (lambda_keras/backend/torch_channels_last.py; LAMBDA_KERAS_TORCH_CHANNELS_LAST=0 keeps Keras').
+_torch_channels_last.install()
 
 __all__ = ["layers", "zoo", "__version__"]

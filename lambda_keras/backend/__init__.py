@@ -1,9 +1,12 @@
 """Where the project meets the Keras backend and the machine: which device the backend computes on
 ([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
-([`onednn`][lambda_keras.backend.onednn]), checks that run inside a TensorFlow graph
-([`graph_checks`][lambda_keras.backend.graph_checks]) and the one guard of the packages that need
+([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
+without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
+checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])
+and the one guard of the packages that need
 TensorFlow ([`requirements`][lambda_keras.backend.requirements]).
 
 This package imports nothing itself: ``lambda_keras`` imports
-[`onednn`][lambda_keras.backend.onednn] before Keras.
+[`onednn`][lambda_keras.backend.onednn] before Keras and installs
+[`torch_channels_last`][lambda_keras.backend.torch_channels_last] after it.
 """

@@ -19,7 +19,10 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     The photo goes through the model's input transform (``model.input_transform(image_size)``:
     torchvision's for [`maskrcnn_resnet50_fpn`][lambda_keras.detection.maskrcnn_resnet50_fpn], the
     letterbox at ``image_size`` otherwise), the model predicts on it (compiled as ``predict``
-    compiles on the backend) and the boxes and masks go back into the photo.
+    compiles on the backend) and the boxes and masks go back into the photo. On JAX and
+    TensorFlow the photo is padded to the transform's fixed canvas (one compiled program per
+    orientation, whatever the photo's size); on PyTorch, which compiles nothing, only to the next
+    multiple of 64 (the same detections: the model zeroes its maps beyond the photo).
 
     Args:
         model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN].
@@ -52,8 +55,9 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     transform = model.input_transform(image_size)
     shape = image.shape[:2]
     size = transform.resized_size(*shape)
-    canvases, first = transform.canvases(size)
-    canvas = canvases[0] if first is None or first else canvases[1]
+    # PyTorch runs each shape as it comes: the smallest canvas. JAX and TensorFlow compile a
+    # program per shape: the transform's fixed canvas, which photos of every size share.
+    canvas = transform.canvas(size, smallest=keras.backend.backend() == "torch")
     resized = K.image.resize(
         K.convert_to_tensor(image[None], "float32"), size, interpolation="bilinear"
     )[0]

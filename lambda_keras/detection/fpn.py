@@ -82,7 +82,7 @@ class FeaturePyramid(keras.layers.Layer):
         for level in reversed(self.LEVELS):
             lateral = normed(self.lateral_norms, level, self.lateral[level](features[level]))
             if top_down is not None:
-                lateral = lateral + keras.ops.repeat(keras.ops.repeat(top_down, 2, 1), 2, 2)
+                lateral = _add_upsampled(lateral, top_down)
             top_down = lateral
             output = self.output_convs[level](valid(lateral, level))
             outputs[level] = valid(normed(self.output_norms, level, output), level)
@@ -91,3 +91,13 @@ class FeaturePyramid(keras.layers.Layer):
 
     def get_config(self):
         return {**super().get_config(), "channels": self.channels, "batch_norm": self.batch_norm}
+
+
+def _add_upsampled(fine, coarse):
+    """``fine`` ``[batch, 2h, 2w, channels]`` plus ``coarse`` ``[batch, h, w, channels]``
+    upsampled by 2 (nearest, as torchvision's FPN), without building the upsampled map: ``fine``
+    seen as ``[batch, h, 2, w, 2, channels]`` takes ``coarse`` by broadcasting."""
+    shape = keras.ops.shape(coarse)
+    pairs = keras.ops.reshape(fine, (-1, shape[1], 2, shape[2], 2, shape[3]))
+    summed = pairs + coarse[:, :, None, :, None, :]
+    return keras.ops.reshape(summed, keras.ops.shape(fine))

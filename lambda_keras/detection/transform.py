@@ -47,7 +47,8 @@ class InputTransform(ModelPart):
     """What every input transform gives: its serving form at a size
     ([`at_size`][lambda_keras.detection.transform.InputTransform.at_size]), the resized size of a
     photo in Python (``resized_size``) and inside a TensorFlow graph (``graph_resize``), the
-    canvases a photo may be padded to (``canvases``), the model's input for one padded photo
+    canvases a photo may be padded to (``canvases``; ``canvas`` picks one, or the smallest that
+    holds the photo), the model's input for one padded photo
     (``model_inputs``) and the way back into the photo (``to_photo``); ``size_divisible``: the
     multiple each image is padded to inside a larger batch (None: each image fills its canvas).
     Saved with the model (``get_config``)."""
@@ -61,6 +62,17 @@ class InputTransform(ModelPart):
         if image_size is not None:
             return LetterboxTransform(image_size)
         return self
+
+    def canvas(self, size, *, smallest: bool = False) -> tuple[int, int]:
+        """The canvas an image of resized ``size`` (``(height, width)`` ints) is padded to: one
+        of ``canvases`` (one program per orientation for backends that compile one per shape),
+        or with ``smallest`` and a transform that pads within a batch (``size_divisible``), each
+        side rounded up to a multiple of 64 (less to compute where each shape runs as it
+        comes)."""
+        if smallest and self.size_divisible is not None:
+            return (round_up(size[0]), round_up(size[1]))
+        canvases, first = self.canvases(size)
+        return canvases[0] if first is None or first else canvases[1]
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")

@@ -40,3 +40,23 @@ def test_each_image_s_maps_are_zero_beyond_its_part(tmp_path):
     )
     p2 = numpy(outputs["P2"])
     assert np.all(p2[1, 8:] == 0) and np.any(p2[1, :8] != 0) and np.any(p2[0, 8:] != 0)
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 4), (1, 6, 2, 3), (1, 1, 1, 2)])
+def test_the_top_down_sum_is_the_nearest_upsampled_map_added(shape):
+    """Landscape, upright and one-cell maps: the broadcast sum equals adding the map repeated
+    twice along each axis (torchvision's nearest upsampling)."""
+    import keras
+
+    from lambda_keras.detection.fpn import _add_upsampled
+
+    coarse = RNG.normal(size=shape).astype("float32")
+    fine = RNG.normal(size=(shape[0], 2 * shape[1], 2 * shape[2], shape[3])).astype("float32")
+    expected = fine + coarse.repeat(2, 1).repeat(2, 2)
+    np.testing.assert_array_equal(numpy(_add_upsampled(fine, coarse)), expected)
+    if keras.backend.backend() == "tensorflow":  # sizes known only when the graph runs
+        import tensorflow as tf
+
+        spec = tf.TensorSpec((None, None, None, shape[3]))
+        traced = tf.function(_add_upsampled, input_signature=[spec, spec])
+        np.testing.assert_array_equal(traced(fine, coarse).numpy(), expected)

@@ -101,3 +101,20 @@ def test_each_transform_resizes_in_a_graph_as_its_own_rule_says(transform, shape
 def test_resize_refuses_what_is_not_a_transform():
     with pytest.raises(TypeError, match="`transform` must be an input transform"):
         resize(object(), np.zeros((4, 4, 3), "uint8"))
+
+
+@pytest.mark.parametrize(
+    "size, fixed, smallest",
+    [
+        ((800, 1199), (832, 1344), (832, 1216)),  # landscape
+        ((1199, 800), (1344, 832), (1216, 832)),  # upright
+        ((800, 800), (832, 1344), (832, 832)),  # square: the landscape canvas
+        ((832, 1280), (832, 1344), (832, 1280)),  # already multiples of 64
+    ],
+)
+def test_the_canvas_is_the_fixed_one_or_the_smallest_that_holds_the_image(size, fixed, smallest):
+    transform = TorchvisionTransform()
+    assert transform.canvas(size) == fixed
+    assert transform.canvas(size, smallest=True) == smallest
+    letterbox = LetterboxTransform(128)  # the image fills its square: always the square
+    assert letterbox.canvas((96, 128), smallest=True) == letterbox.canvas((96, 128)) == (128, 128)

@@ -125,7 +125,9 @@ def compare(name: str, workdir: str) -> dict:
     with torch.no_grad():
         expected = model(torch_x).numpy()
     keras_model = load_through_the_registry(name, state, workdir)
-    actual = np.asarray(keras_model(x, training=False))
+    import keras  # after torch
+
+    actual = np.asarray(keras.ops.convert_to_numpy(keras_model(x, training=False)))
     top5 = [
         list(np.argsort(-row)[:5]) == list(np.argsort(-ref)[:5])
         for row, ref in zip(actual, expected, strict=True)

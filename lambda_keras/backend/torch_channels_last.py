@@ -1,0 +1,163 @@
+"""Keras' PyTorch backend without its layout copies: convolution, max-pooling and batch norm on
+channels-last maps, installed when ``lambda_keras`` is imported on PyTorch.
+
+Keras 3.15 runs ``keras.ops.conv`` on PyTorch as a copy of the ``[batch, height, width,
+channels]`` map into ``[batch, channels, height, width]`` order followed by a second copy back
+into PyTorch's ``channels_last`` memory format, plus a third copy for ``padding="same"``;
+``keras.ops.max_pool`` copies into channels-first order and returns a map in that order, so every
+elementwise op after a ResNet's stem works on a transposed layout that the next convolution copies
+again; ``keras.ops.batch_normalization`` makes three passes and two new maps. On the converted
+``maskrcnn_resnet50_fpn`` (one 800 x 1216 photo, 2 CPU threads) the copies took 1.5 s of 3.5 s
+(``torch.profiler``: ``aten::copy_``). Keras fixed the convolution upstream (keras-team/keras
+#23199, after 3.15.1); max-pooling is keras-team/keras#23649.
+
+The replacements here hand PyTorch the channels-last map as a view in ``channels_last`` memory
+format, which its CPU and cuDNN kernels take as they are, so the results come back as
+``[batch, height, width, channels]`` maps without a copy. They compute the same function with the
+same kernels (the tests compare values and gradients with Keras' own). Each replaces Keras'
+function only in the cases it handles and passes every other call to Keras': 2-D maps,
+``channels_last``, ``"valid"`` padding or ``"same"`` padding that is symmetric (PyTorch's padding
+argument), and for batch norm only statistics that take no gradient (inference and frozen batch
+norm; a training batch's moments go through Keras' formula, whose gradient reaches them).
+
+``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0`` before importing ``lambda_keras`` keeps Keras' functions;
+the convolution is left alone where Keras already has the fix.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping
+
+__all__ = ["VARIABLE", "batch_normalization", "conv", "install", "max_pool", "uninstall"]
+
+VARIABLE = "LAMBDA_KERAS_TORCH_CHANNELS_LAST"
+"""``0`` keeps Keras' own PyTorch functions (read once, when ``lambda_keras`` is imported)."""
+
+_KERAS = {}  # name -> Keras' own function, while ours is installed
+
+
+def _pair(value) -> tuple[int, int]:
+    return (value, value) if isinstance(value, int) else tuple(value)
+
+
+def _keras(name: str):
+    from keras.src.backend.torch import nn
+
+    return _KERAS.get(name, getattr(nn, name))
+
+
+def _symmetric_padding(sizes, kernel_sizes, strides, dilations) -> tuple[int, int] | None:
+    """PyTorch's per-side padding for Keras' ``"same"``, or None where Keras would pad one side
+    more than the other (there Keras' own function pads)."""
+    padding = []
+    for size, kernel, stride, dilation in zip(sizes, kernel_sizes, strides, dilations, strict=True):
+        if size is None:
+            return None
+        total = max((-(-size // stride) - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+        if total % 2:
+            return None
+        padding.append(total // 2)
+    return tuple(padding)
+
+
+def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):
+    """``keras.ops.conv`` on PyTorch: ``[batch, height, width, channels]`` inputs and an
+    ``[height, width, in / groups, out]`` kernel as channels-last views, no copy of the map."""
+    from keras.src.backend import standardize_data_format
+    from keras.src.backend.torch.core import convert_to_tensor
+
+    inputs, kernel = convert_to_tensor(inputs), convert_to_tensor(kernel)
+    arguments = (inputs, kernel, strides, padding, data_format, dilation_rate)
+    if inputs.ndim != 4 or standardize_data_format(data_format) != "channels_last":
+        return _keras("conv")(*arguments)
+    strides, dilations = _pair(strides), _pair(dilation_rate)
+    pads = (0, 0)
+    if padding == "same":
+        pads = _symmetric_padding(inputs.shape[1:3], kernel.shape[:2], strides, dilations)
+        if pads is None:
+            return _keras("conv")(*arguments)
+    import torch.nn.functional as F
+
+    x = inputs.permute(0, 3, 1, 2)
+    weights = kernel.permute(3, 2, 0, 1)
+    groups = x.shape[1] // weights.shape[1]
+    if x.shape[1] % weights.shape[1]:
+        return _keras("conv")(*arguments)  # Keras' error names the channels
+    y = F.conv2d(x, weights, stride=strides, padding=pads, dilation=dilations, groups=groups)
+    return y.permute(0, 2, 3, 1)
+
+
+def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
+    """``keras.ops.max_pool`` on PyTorch, ``"valid"`` 2-D pooling of channels-last maps as a
+    channels-last view (PyTorch's pooling keeps the memory format)."""
+    from keras.src.backend import standardize_data_format
+    from keras.src.backend.torch.core import convert_to_tensor
+
+    inputs = convert_to_tensor(inputs)
+    if (
+        inputs.ndim != 4
+        or padding != "valid"
+        or standardize_data_format(data_format) != "channels_last"
+    ):
+        return _keras("max_pool")(inputs, pool_size, strides, padding, data_format)
+    import torch.nn.functional as F
+
+    pool_size = _pair(pool_size)
+    strides = pool_size if strides is None else _pair(strides)
+    return F.max_pool2d(inputs.permute(0, 3, 1, 2), pool_size, strides).permute(0, 2, 3, 1)
+
+
+def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
+    """``keras.ops.batch_normalization`` on PyTorch: one pass (``torch.nn.functional.batch_norm``)
+    over a channels-last map when the statistics take no gradient."""
+    import torch
+    import torch.nn.functional as F
+    from keras.src.backend.torch.core import convert_to_tensor
+
+    x, mean, variance = (convert_to_tensor(t) for t in (x, mean, variance))
+    statistics_train = torch.is_grad_enabled() and (mean.requires_grad or variance.requires_grad)
+    if x.ndim != 4 or axis not in (-1, 3) or statistics_train or mean.ndim != 1:
+        return _keras("batch_normalization")(x, mean, variance, axis, offset, scale, epsilon)
+    scale = None if scale is None else convert_to_tensor(scale)
+    offset = None if offset is None else convert_to_tensor(offset)
+    y = F.batch_norm(x.permute(0, 3, 1, 2), mean, variance, scale, offset, False, 0.0, epsilon)
+    return y.permute(0, 2, 3, 1)
+
+
+_OURS = {"conv": conv, "max_pool": max_pool, "batch_normalization": batch_normalization}
+
+
+def _keras_fixed_conv() -> bool:
+    """Whether Keras' convolution already skips the copies (keras-team/keras#23199)."""
+    from keras.src.backend.torch import nn
+
+    parameters = inspect.signature(nn._transpose_spatial_inputs).parameters
+    return "channels_last_memory_format" in parameters
+
+
+def install(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """Puts the functions above in place of Keras' when Keras runs on PyTorch, unless
+    ``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0``. Returns the names of those installed."""
+    import keras
+
+    if keras.backend.backend() != "torch" or environ.get(VARIABLE, "1") == "0":
+        return []
+    from keras.src.backend.torch import nn
+
+    names = [n for n in _OURS if not (n == "conv" and _keras_fixed_conv())]
+    for name in names:
+        if name not in _KERAS:
+            _KERAS[name] = getattr(nn, name)
+        setattr(nn, name, _OURS[name])
+    return names
+
+
+def uninstall() -> None:
+    """Gives Keras its own functions back."""
+    from keras.src.backend.torch import nn
+
+    for name, function in list(_KERAS.items()):
+        setattr(nn, name, function)
+        del _KERAS[name]

@@ -1,0 +1,208 @@
+"""Keras' PyTorch convolution, max-pooling and batch norm without layout copies
+(lambda_keras/backend/torch_channels_last.py): the same values and gradients as Keras' own
+functions, results in ``[batch, height, width, channels]`` memory order, Keras' function where
+ours does not apply, and the switch. The PyTorch tests run in the PyTorch child of
+tests/test_backends.py; the padding rule runs everywhere."""
+
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras.backend import torch_channels_last as channels_last
+
+on_torch = pytest.mark.skipif(
+    keras.backend.backend() != "torch", reason="Keras' PyTorch backend functions"
+)
+
+
+@pytest.mark.parametrize(
+    "size, kernel, stride, dilation, expected",
+    [
+        ((8, 9), (3, 3), (1, 1), (1, 1), (1, 1)),
+        ((8, 9), (1, 1), (2, 2), (1, 1), (0, 0)),  # a 1x1 downsample pads nothing
+        ((9, 7), (3, 3), (2, 2), (1, 1), (1, 1)),  # odd sizes, stride 2: one each side
+        ((8, 8), (3, 3), (2, 2), (1, 1), None),  # even size, stride 2: Keras pads one side more
+        ((8, 8), (4, 4), (1, 1), (1, 1), None),  # even kernel
+        ((8, 8), (3, 3), (1, 1), (2, 2), (2, 2)),
+        ((None, 8), (3, 3), (1, 1), (1, 1), None),  # unknown size: Keras decides
+    ],
+)
+def test_same_padding_is_per_side_only_where_keras_pads_both_sides_alike(
+    size, kernel, stride, dilation, expected
+):
+    assert channels_last._symmetric_padding(size, kernel, stride, dilation) == expected
+
+
+def _keras_and_ours(name):
+    return channels_last._keras(name), getattr(channels_last, name)
+
+
+def _grads(function, *arrays, **options):
+    import torch
+
+    tensors = [torch.tensor(a, requires_grad=True) for a in arrays]
+    out = function(*tensors, **options)
+    weights = torch.linspace(-1, 1, out.numel()).reshape(out.shape)
+    (out * weights).sum().backward()
+    return out, [t.grad.numpy() for t in tensors]
+
+
+def _is_channels_last_order(tensor) -> bool:
+    return tensor.is_contiguous()  # [b, h, w, c] contiguous: no copy waits for the next op
+
+
+CONV_CASES = [  # (input shape, kernel shape, strides, padding, dilation)
+    ((2, 9, 14, 8), (3, 3, 8, 6), 1, "same", 1),  # landscape
+    ((1, 15, 6, 8), (3, 3, 8, 6), 2, "same", 1),  # upright, odd sizes
+    ((2, 16, 12, 8), (3, 3, 8, 6), 2, "same", 1),  # even sizes: Keras pads (falls back)
+    ((2, 16, 12, 8), (1, 1, 8, 12), 2, "same", 1),  # 1x1 downsample
+    ((1, 20, 20, 3), (7, 7, 3, 4), 2, "valid", 1),  # a stem
+    ((1, 11, 13, 4), (3, 3, 4, 4), 1, "same", 2),  # dilated
+    ((1, 10, 10, 4), (2, 2, 4, 4), 1, "same", 1),  # even kernel (falls back)
+    ((2, 8, 8, 6), (3, 3, 2, 6), 1, "same", 1),  # groups
+    ((1, 6, 6, 8), (3, 3, 1, 8), 1, "valid", 1),  # depthwise (groups = channels)
+]
+
+
+@on_torch
+@pytest.mark.parametrize("x_shape, k_shape, strides, padding, dilation", CONV_CASES)
+def test_conv_gives_keras_values_and_gradients_in_channels_last_order(
+    x_shape, k_shape, strides, padding, dilation
+):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=x_shape).astype("float32")
+    k = rng.normal(size=k_shape).astype("float32")
+    options = dict(strides=strides, padding=padding, dilation_rate=dilation)
+    keras_conv, our_conv = _keras_and_ours("conv")
+    expected, expected_grads = _grads(keras_conv, x, k, **options)
+    out, grads = _grads(our_conv, x, k, **options)
+    assert tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), atol=1e-5)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-4)
+    assert _is_channels_last_order(out)
+
+
+@on_torch
+def test_keras_ops_and_layers_reach_our_functions():
+    from keras.src.backend.torch import nn
+
+    assert os.environ.get(channels_last.VARIABLE) != "0"
+    assert nn.conv is channels_last.conv
+    assert nn.max_pool is channels_last.max_pool
+    assert nn.batch_normalization is channels_last.batch_normalization
+    # A ResNet stem: the pooled map and the convolution after it stay in [b, h, w, c] order
+    # (Keras' own max-pool returns a transposed map that every later op would carry along).
+    x = np.random.default_rng(1).normal(size=(1, 32, 48, 3)).astype("float32")
+    stem = keras.Sequential(
+        [
+            keras.layers.Conv2D(8, 7, strides=2, padding="same"),
+            keras.layers.BatchNormalization(),
+            keras.layers.ReLU(),
+            keras.layers.MaxPooling2D(3, strides=2),
+            keras.layers.Conv2D(8, 3, padding="same"),
+        ]
+    )
+    assert _is_channels_last_order(stem(x))
+
+
+@on_torch
+@pytest.mark.parametrize(
+    "x_shape, pool, strides", [((2, 9, 14, 4), 3, 2), ((1, 12, 7, 3), 2, None)]
+)
+def test_max_pool_gives_keras_values_in_channels_last_order(x_shape, pool, strides):
+    x = np.random.default_rng(2).normal(size=x_shape).astype("float32")
+    keras_pool, our_pool = _keras_and_ours("max_pool")
+    expected, expected_grads = _grads(keras_pool, x, pool_size=pool, strides=strides)
+    out, grads = _grads(our_pool, x, pool_size=pool, strides=strides)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    np.testing.assert_array_equal(grads[0], expected_grads[0])
+    assert _is_channels_last_order(out)
+
+
+@on_torch
+def test_max_pool_with_same_padding_is_keras_own():
+    x = np.random.default_rng(3).normal(size=(1, 7, 7, 2)).astype("float32")
+    keras_pool, our_pool = _keras_and_ours("max_pool")
+    expected = keras_pool(x, 3, 2, "same")
+    np.testing.assert_array_equal(our_pool(x, 3, 2, "same").numpy(), expected.numpy())
+
+
+@on_torch
+def test_batch_norm_gives_keras_values_and_gradients():
+    rng = np.random.default_rng(4)
+    x = (rng.normal(size=(2, 5, 7, 6)) * 30 + 100).astype("float32")
+    mean, variance = rng.normal(size=6).astype("float32"), rng.uniform(0.5, 2, 6).astype("float32")
+    gamma, beta = rng.normal(size=6).astype("float32"), rng.normal(size=6).astype("float32")
+    keras_norm, our_norm = _keras_and_ours("batch_normalization")
+
+    def norm(function):
+        import torch
+
+        x_, gamma_, beta_ = (torch.tensor(a, requires_grad=True) for a in (x, gamma, beta))
+        out = function(x_, torch.tensor(mean), torch.tensor(variance), -1, beta_, gamma_, 1e-3)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return out.detach().numpy(), [t.grad.numpy() for t in (x_, gamma_, beta_)], out
+
+    expected, expected_grads, _ = norm(keras_norm)
+    got, grads, out = norm(our_norm)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-4)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-4)
+    assert _is_channels_last_order(out)
+
+
+@on_torch
+def test_batch_norm_of_a_training_batch_keeps_the_gradient_through_its_moments():
+    """The batch's mean and variance depend on x: Keras' formula, whose gradient reaches them
+    (PyTorch's inference batch norm would drop that part of the gradient)."""
+    import torch
+
+    x_np = np.random.default_rng(5).normal(size=(2, 4, 4, 3)).astype("float32")
+
+    def grad(function):
+        x = torch.tensor(x_np, requires_grad=True)
+        mean, variance = x.mean((0, 1, 2)), x.var((0, 1, 2), unbiased=False)
+        out = function(x, mean, variance, -1, None, None, 1e-3)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        return x.grad.numpy()
+
+    keras_norm, our_norm = _keras_and_ours("batch_normalization")
+    np.testing.assert_allclose(grad(our_norm), grad(keras_norm), rtol=1e-5, atol=1e-6)
+
+
+@on_torch
+def test_uninstall_gives_keras_its_functions_and_install_puts_ours_back():
+    from keras.src.backend.torch import nn
+
+    keras_conv = channels_last._keras("conv")
+    try:
+        channels_last.uninstall()
+        assert nn.conv is keras_conv
+        assert channels_last.install({channels_last.VARIABLE: "0"}) == []
+        assert nn.conv is keras_conv
+    finally:
+        installed = channels_last.install()
+    assert "max_pool" in installed and nn.max_pool is channels_last.max_pool
+
+
+@on_torch
+def test_the_variable_keeps_keras_functions_from_the_first_import():
+    script = (
+        "import lambda_keras; from keras.src.backend.torch import nn; print(nn.conv.__module__)"
+    )
+    env = {**os.environ, "KERAS_BACKEND": "torch", channels_last.VARIABLE: "0"}
+    out = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip().splitlines()[-1] == "keras.src.backend.torch.nn"
+
+
+def test_nothing_is_installed_on_other_backends():
+    if keras.backend.backend() == "torch":
+        pytest.skip("the other backends")
+    assert channels_last.install() == []
