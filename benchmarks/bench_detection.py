@@ -13,14 +13,17 @@ pasting of the masks into the photo) and, on TensorFlow, the exported SavedModel
 ``serving_default``. Seconds per photo. Without torchvision the Keras models keep their own
 random weights (a note says so): their detections, and so their mask pasting, differ.
 
-**Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum) of a
-``MaskRCNN`` on each backbone of ``--backbones`` at each of ``--sizes`` (batch ``--batch``,
-synthetic images and eight boxes per image) on each backend, and torchvision's
-``maskrcnn_resnet50_fpn`` in train mode on the same data. Seconds per step.
+**Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum) of each
+model of ``--models`` at each of ``--sizes`` (batch ``--batch``, synthetic images and eight boxes
+per image, 80 classes) on each backend. ``maskrcnn_resnet50_fpn`` is the fair comparison: the
+converted model (torchvision's architecture, torchvision's random weights of
+``torch.manual_seed(0)`` through the converter) on each backend and, in the torchvision column,
+torchvision's own in train mode on the same batch; the other models are ``MaskRCNN`` on the
+project's backbones (``lambda_resnet50``, ``resnet_rs50``, ...). Seconds per step.
 
     python benchmarks/bench_detection.py --backends=tensorflow,jax,torch \\
         --output=benchmarks/results/detection.json
-    python benchmarks/bench_detection.py --tables=training --sizes=512 --backbones=resnet_rs50
+    python benchmarks/bench_detection.py --tables=training --sizes=512 --models=resnet_rs50
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from timing import median_seconds
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 SIZE_MULTIPLE = 64  # lambda_keras.detection.image_size.SIZE_MULTIPLE (not imported: no Keras)
 BACKBONES = [f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]
+CONVERTED = "maskrcnn_resnet50_fpn"  # torchvision's architecture: a row with a torchvision cell
+MODELS = [CONVERTED, *BACKBONES]
 PHOTOS = ("china", "flower")
 
 
@@ -83,8 +88,8 @@ def keras_cells(args) -> dict[str, float]:
             cells.update(_saved_model_cells(model, args))
     if "training" in args.tables:
         for size in args.sizes:
-            for backbone in args.backbones:
-                cells[f"step {backbone} {size}"] = _keras_step(backbone, size, args)
+            for name in args.models:
+                cells[f"step {name} {size}"] = _keras_step(name, size, args)
     return cells
 
 
@@ -104,21 +109,27 @@ def _saved_model_cells(model, args) -> dict[str, float]:
     return cells
 
 
-def _keras_step(backbone_name: str, size: int, args) -> float:
+def _keras_step(name: str, size: int, args) -> float:
     import keras
 
-    from lambda_keras import zoo
-    from lambda_keras.detection import MaskRCNN
-
-    depth = int(re.search(r"\d+$", backbone_name).group())
-    family = (
-        zoo.LambdaResNetBackbone if backbone_name.startswith("lambda") else zoo.ResNetRSBackbone
-    )
-    backbone = family(depth)
-    model = MaskRCNN(backbone, num_classes=80)
+    model = _keras_model(name, size, args.workdir)
     images, targets = synthetic(args.batch, size)
     model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))
     return median_seconds(lambda: model.train_on_batch(images, targets), args.repeats, warmups=1)
+
+
+def _keras_model(name: str, size: int, workdir: str):
+    """The converted ``maskrcnn_resnet50_fpn`` with torchvision's weights (its own without
+    torchvision), or a ``MaskRCNN`` on the backbone ``name``."""
+    from lambda_keras import zoo
+    from lambda_keras.detection import MaskRCNN, maskrcnn_resnet50_fpn
+
+    if name == CONVERTED:
+        weights = os.path.join(workdir, f"train_{size}.weights.h5")
+        return maskrcnn_resnet50_fpn(weights if os.path.exists(weights) else None, num_classes=80)
+    depth = int(re.search(r"\d+$", name).group())
+    family = zoo.LambdaResNetBackbone if name.startswith("lambda") else zoo.ResNetRSBackbone
+    return MaskRCNN(family(depth), num_classes=80)
 
 
 def torchvision_cells(args) -> dict[str, float]:
@@ -140,30 +151,33 @@ def torchvision_cells(args) -> dict[str, float]:
                     model([tensor])
 
             cells[f"infer {name}"] = median_seconds(infer, args.repeats, warmups=1)
-    if "training" in args.tables:
+    if "training" in args.tables and CONVERTED in args.models:
         for size in args.sizes:
-            cells[f"step torchvision {size}"] = _torchvision_step(size, args)
+            cells[f"step {CONVERTED} {size}"] = _torchvision_step(size, args)
     return cells
 
 
-def _convert(model, workdir: str) -> None:
-    """torchvision's weights -> ``converted.weights.h5`` for the Keras columns."""
+def _convert(model, workdir: str, name: str = "converted") -> None:
+    """torchvision's weights -> ``{name}.weights.h5`` for the Keras columns."""
     import torch
 
     from lambda_keras.detection.convert_torchvision import convert
 
-    checkpoint = os.path.join(workdir, "maskrcnn.pth")
+    checkpoint = os.path.join(workdir, f"{name}.pth")
     torch.save(model.state_dict(), checkpoint)
-    convert("maskrcnn_resnet50_fpn", checkpoint, os.path.join(workdir, "converted.weights.h5"))
+    convert(CONVERTED, checkpoint, os.path.join(workdir, f"{name}.weights.h5"))
 
 
 def _torchvision_step(size: int, args) -> float:
     import torch
     import torchvision
 
+    torch.manual_seed(0)
     model = torchvision.models.detection.maskrcnn_resnet50_fpn(
         weights=None, weights_backbone=None, num_classes=81, min_size=size, max_size=size
-    ).train()
+    )
+    _convert(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
+    model.train()
     images, targets = synthetic(args.batch, size)
     tensors = [torch.from_numpy(im).permute(2, 0, 1) / 255.0 for im in images]
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
@@ -240,12 +254,12 @@ def training_table(results: dict, columns: list[str], args) -> Table:
     )
     table.print_header()
     for size in args.sizes:
-        for backbone in args.backbones:
-            cells = [results[c].get(f"step {backbone} {size}") for c in columns]
-            table.add(f"lambda_keras MaskRCNN, {backbone}", size, *cells)
-        if "torchvision" in columns:
-            cells = [results[c].get(f"step torchvision {size}") for c in columns]
-            table.add("torchvision maskrcnn_resnet50_fpn", size, *cells)
+        for name in args.models:
+            cells = [results[c].get(f"step {name} {size}") for c in columns]
+            label = f"{name}, converted" if name == CONVERTED else f"MaskRCNN, {name}"
+            table.add(label, size, *cells)
+    if CONVERTED in args.models and "torchvision" not in columns:
+        table.note(f"torchvision not installed: {CONVERTED} keeps its own random weights.")
     return table
 
 
@@ -260,7 +274,9 @@ def parse(argv):
         "--tables", type=names(("inference", "training")), default=["inference", "training"]
     )
     parser.add_argument("--sizes", type=sizes(SIZE_MULTIPLE), default=[512])
-    parser.add_argument("--backbones", type=names(BACKBONES), default=["lambda_resnet50"])
+    parser.add_argument(
+        "--models", type=names(MODELS), default=[CONVERTED, "lambda_resnet50", "resnet_rs50"]
+    )
     parser.add_argument("--batch", type=positive_int, default=1)
     parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--threads", type=positive_int, default=2)

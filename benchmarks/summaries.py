@@ -168,19 +168,39 @@ def memory_rows(table: Table) -> str:
 
 
 def detection_training(table: Table) -> str:
-    """Each backend's training step against torchvision's (another model: said so)."""
-    reference = next(r for r in table.rows if is_number(r[_column(table, "torchvision")]))
-    base = reference[_column(table, "torchvision")]
-    ours = next(r for r in table.rows if r is not reference)
-    parts = [
-        f"{name} {ours[_column(table, name)] / base:.2f}x"
-        for name in ("tensorflow", "jax", "torch")
-        if is_number(ours[_column(table, name)])
-    ]
+    """The converted model's step against torchvision's in the same row (the same architecture,
+    weights and batch); the rows without a torchvision cell are other models."""
+    tv = _column(table, "torchvision")
+    backends = [c for c in ("tensorflow", "jax", "torch") if c in table.columns]
+    parts = []
+    for row in (r for r in table.rows if is_number(r[tv])):
+        ratios = [
+            f"{name} {row[_column(table, name)] / row[tv]:.2f}x"
+            for name in backends
+            if is_number(row[_column(table, name)])
+        ]
+        parts.append(f"{row[0]} at {row[1]} px: " + ", ".join(ratios))
+    if not parts:
+        return "No torchvision column: no step is compared like for like."
     return (
-        f"{ours[0]} against {reference[0]} (a different backbone, so not a like-for-like "
-        "comparison), time per step: " + ", ".join(parts) + "."
+        "Each backend's step against torchvision's own on the same batch (the same architecture "
+        "and weights; the other rows are other models): " + "; ".join(parts) + "."
     )
+
+
+def compiled_markers(table: Table) -> str:
+    """Which XLA_FLAGS changed what XLA compiled (the marker counts against the first row's)."""
+    base = table.rows[0]
+    same = [row[0].split(":")[0] for row in table.rows[1:] if row[1:] == base[1:]]
+    changed = [row[0].split(":")[0] for row in table.rows[1:] if row[1:] != base[1:]]
+    text = f"{base[0].split(':')[0]} compiles " + ", ".join(
+        f"{value} {plain(name)}" for name, value in zip(table.columns[1:], base[1:], strict=True)
+    )
+    if same:
+        text += f"; {', '.join(same)}: the same programs"
+    if changed:
+        text += f"; {', '.join(changed)}: other counts (table)"
+    return text + "."
 
 
 def equality(table: Table) -> str:
@@ -233,6 +253,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "backbones_onednn/backbones": rows_against(1, "on", ["step (s)", "peak memory (GB)"]),
     "timm_ports/timm_ports": against("timm (PyTorch)", "images/s"),
     "detection_equality/equality": equality,
+    "xla_flags/steps": against("tensorflow", "time"),
+    "xla_flags/compiled": compiled_markers,
     "detection_job/detection_job": detection_job,
     "main_job/main_job": main_job,
 }

@@ -106,3 +106,39 @@ def test_every_rendered_table_of_the_docs_has_a_sentence():
         for name, table, _ in render.named_tables(page.read_text())
     ]
     assert named and [n for n in named if n not in summaries.SUMMARIES] == []
+
+
+def test_the_training_sentence_compares_only_the_row_with_torchvision_s_own_step():
+    columns = ["model", "size", "torchvision", "tensorflow", "jax", "torch"]
+    table = make(
+        columns,
+        [
+            ("maskrcnn_resnet50_fpn, converted", 512, 4.0, 3.0, 8.0, 5.0),
+            ("MaskRCNN, lambda_resnet50", 512, None, 5.0, 21.0, 7.0),
+        ],
+        labels=2,
+    )
+    said = summaries.detection_training(table)
+    assert (
+        "maskrcnn_resnet50_fpn, converted at 512 px: tensorflow 0.75x, jax 2.00x, torch 1.25x"
+        in said
+    )
+    assert "lambda_resnet50" not in said
+    table.rows[0][2] = None
+    assert summaries.detection_training(table).startswith("No torchvision column")
+
+
+def test_the_compiled_sentence_names_the_flags_that_changed_nothing():
+    columns = ["XLA_FLAGS", "YNNPACK fusions", "oneDNN calls", "convolutions"]
+    table = make(
+        columns,
+        [
+            ("jax: (none)", 53, 0, 53),
+            ("jax ynn: --x", 53, 0, 53),
+            ("jax use_onednn: --y", 0, 9, 53),
+        ],
+        plot="none",
+    )
+    said = summaries.compiled_markers(table)
+    assert said.startswith("jax compiles 53 YNNPACK fusions, 0 oneDNN calls, 53 convolutions")
+    assert "jax ynn: the same programs" in said and "jax use_onednn: other counts" in said
