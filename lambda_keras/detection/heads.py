@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 
 from lambda_keras import _validation as v
+from lambda_keras.detection.transposed_conv import TiledConv2DTranspose
 from lambda_keras.detection.valid_region import zero_outside
 from lambda_keras.layers.batch_normalization import BatchNormalization
 from lambda_keras.zoo.resnet_blocks import conv_init
@@ -235,10 +236,9 @@ class MaskHead(keras.layers.Layer):
         self.num_convs = v.positive_int("num_convs", num_convs)
         self.batch_norm = v.boolean("batch_norm", batch_norm)
         self.convs, self.norms = conv_norm_layers(channels, num_convs, batch_norm)
-        self.upsample = keras.layers.Conv2DTranspose(
+        self.upsample = TiledConv2DTranspose(
             channels,
             2,
-            strides=2,
             activation="relu",
             kernel_initializer=conv_init(),
             name="upsample",
