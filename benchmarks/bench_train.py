@@ -1,7 +1,9 @@
 """Training and inference throughput (images/s) of LambdaResNet-50 and its baselines.
 
-Prints one table: LambdaResNet-50, ResNet-RS-50 and ``keras.applications.ResNet50`` at 224px,
-float32 vs mixed bfloat16, on each Keras backend asked for (TensorFlow with XLA off and on, JAX,
+Prints one table: LambdaResNet-50, ResNet-RS-50, ``keras.applications.ResNet50`` and (with
+``--models``) ``keras.applications.EfficientNetB0``-``B3`` at ``--size`` pixels (224), in each
+precision of ``--policies`` (float32 and mixed bfloat16; mixed float16 where the device has it),
+on each Keras backend asked for (TensorFlow with XLA off and on, JAX,
 which always compiles with XLA, and PyTorch when it is installed), every row in its own process;
 the model step is timed on a batch already in memory (``train_on_batch`` /
 ``predict_on_batch``), separately from the input pipeline, whose own throughput (the
@@ -29,20 +31,26 @@ from arguments import positive_int  # noqa: E402
 from results import Table, add_output_argument, write
 
 BACKENDS = ("tensorflow", "jax", "torch")
-MODEL_NAMES = ("lambda_resnet50", "resnet_rs50", "keras_resnet50")
-POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16"}
+DEFAULT_MODELS = ("lambda_resnet50", "resnet_rs50", "keras_resnet50")
+EFFICIENTNETS = tuple(f"efficientnet_b{k}" for k in range(4))
+MODEL_NAMES = (*DEFAULT_MODELS, *EFFICIENTNETS)
+POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 
-def make_model(name: str):
+def make_model(name: str, size: int = 224):
     import keras
 
     from lambda_keras import zoo
 
+    shape = (size, size, 3)
+    if name in EFFICIENTNETS:
+        build = getattr(keras.applications, f"EfficientNetB{name[-1]}")
+        return build(weights=None, input_shape=shape)
     return {
         "lambda_resnet50": zoo.LambdaResNet50,
         "resnet_rs50": zoo.ResNetRS50,
-        "keras_resnet50": lambda: keras.applications.ResNet50(weights=None),
-    }[name]()
+        "keras_resnet50": keras.applications.ResNet50,
+    }[name](weights=None, input_shape=shape)
 
 
 def timed(fn, steps: int) -> float:
@@ -57,29 +65,32 @@ def timed(fn, steps: int) -> float:
     return statistics.median(times)
 
 
-def model_throughput(name: str, policy: str, xla: bool, batch: int, steps: int):
+def model_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, size: int = 224):
     """Train and inference images/s of one model on this process' Keras backend."""
     import keras
     import numpy as np
 
     keras.config.set_dtype_policy(POLICIES[policy])
     keras.utils.set_random_seed(0)
-    model = make_model(name)
+    model = make_model(name, size)
     model.compile(
         optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
         loss="sparse_categorical_crossentropy",
         jit_compile=xla,
     )
-    x = np.random.default_rng(0).normal(size=(batch, 224, 224, 3)).astype("float32")
+    x = np.random.default_rng(0).normal(size=(batch, size, size, 3)).astype("float32")
     y = np.zeros((batch,), "int32")
     train = batch / timed(lambda: model.train_on_batch(x, y), steps)
     infer = batch / timed(lambda: model.predict_on_batch(x), steps)
     return train, infer
 
 
-def row_in_child(backend: str, name: str, policy: str, xla: bool, batch: int, steps: int):
+def row_in_child(
+    backend: str, name: str, policy: str, xla: bool, batch: int, steps: int, size: int
+):
     """:func:`model_throughput` in a fresh process running Keras on ``backend``."""
-    command = [sys.executable, __file__, "--child", json.dumps([name, policy, xla, batch, steps])]
+    row = [name, policy, xla, batch, steps, size]
+    command = [sys.executable, __file__, "--child", json.dumps(row)]
     env = {**os.environ, "KERAS_BACKEND": backend}
     done = subprocess.run(command, capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -118,7 +129,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch", type=positive_int, default=32)
     parser.add_argument("--steps", type=positive_int, default=3)
-    parser.add_argument("--models", nargs="+", default=list(MODEL_NAMES), choices=MODEL_NAMES)
+    parser.add_argument("--size", type=positive_int, default=224)
+    parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), choices=MODEL_NAMES)
+    parser.add_argument(
+        "--policies", nargs="+", default=["float32", "bfloat16"], choices=list(POLICIES)
+    )
     parser.add_argument(
         "--backends",
         nargs="+",
@@ -127,6 +142,12 @@ def main(argv=None):
         help="Keras backends to compare (torch: skipped with a note when not installed)",
     )
     parser.add_argument("--no-xla", action="store_true", help="skip TensorFlow's XLA rows")
+    parser.add_argument(
+        "--pipeline",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time the tf.data training preprocessing too (a note under the table)",
+    )
     add_output_argument(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -141,8 +162,8 @@ def main(argv=None):
     table = Table(
         "train",
         f"Training and inference throughput (img/s), each backend as its rows say, Keras "
-        f"{keras.__version__}, {os.cpu_count()} CPUs, batch {args.batch}, 224x224, median of "
-        f"{args.steps} steps, each row in its own process",
+        f"{keras.__version__}, {os.cpu_count()} CPUs, batch {args.batch}, "
+        f"{args.size}x{args.size}, median of {args.steps} steps, each row in its own process",
         ["backend", "model", "precision", "XLA", "train img/s", "inference img/s"],
         digits=[0, 0, 0, 0, 1, 1],
         labels=4,
@@ -151,12 +172,17 @@ def main(argv=None):
     for backend in backends:
         xla_settings = {"tensorflow": (False,) if args.no_xla else (False, True), "jax": (True,)}
         for name in args.models:
-            for policy in POLICIES:
+            for policy in args.policies:
                 for xla in xla_settings.get(backend, (False,)):
-                    train, infer = row_in_child(backend, name, policy, xla, args.batch, args.steps)
+                    train, infer = row_in_child(
+                        backend, name, policy, xla, args.batch, args.steps, args.size
+                    )
                     table.add(backend, name, policy, "on" if xla else "off", train, infer)
-    rate = pipeline_throughput(args.batch, batches=5)
-    table.note(f"input pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s")
+    if args.pipeline:
+        rate = pipeline_throughput(args.batch, batches=5)
+        table.note(
+            f"input pipeline (random-resized crop, flip, RandAugment, 224px): {rate:.0f} img/s"
+        )
     write(args.output, "bench_train", [table], batch=args.batch, steps=args.steps)
 
 

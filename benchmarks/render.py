@@ -48,8 +48,10 @@ def provenance(meta: dict, name: str) -> str:
     command = re.sub(r"--output=\S+", f"--output=benchmarks/results/{name}.json", meta["command"])
     versions = ", ".join(f"{k} {v}" for k, v in meta["versions"].items())
     dirty = " plus uncommitted changes" if meta.get("uncommitted_changes") else ""
+    device = meta.get("device", "cpu")
+    machine = f"{device} with {cpu['model']}" if device != "cpu" else cpu["model"]
     return (
-        f"*Measured {meta['date']} at commit `{meta['commit']}`{dirty} on {cpu['model']} "
+        f"*Measured {meta['date']} at commit `{meta['commit']}`{dirty} on {machine} "
         f"({cpu['cores']} cores; {', '.join(cpu['flags']) or 'no AVX2'}); {versions}; "
         f"`{command}`.*"
     )

@@ -154,6 +154,7 @@ def environment() -> dict:
         "python": platform.python_version(),
         "versions": versions,
         "cpu": _cpu(),
+        "device": device_name(),
     }
 
 
@@ -163,6 +164,25 @@ def _git(*args: str) -> str:
     except (OSError, subprocess.CalledProcessError):
         return ""
     return done.stdout.strip()
+
+
+def device_name() -> str:
+    """The accelerators the figures came from (the GPUs ``nvidia-smi`` names, a TPU's
+    ``/dev/accel0``), ``"cpu"`` without one."""
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        gpus = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+        if gpus:
+            return f"{len(gpus)} x {gpus[0]}" if len(set(gpus)) == 1 else ", ".join(gpus)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return "tpu" if Path("/dev/accel0").exists() else "cpu"
 
 
 def _cpu() -> dict:

@@ -14,6 +14,8 @@ ROOT = Path(__file__).resolve().parents[2]
 HAVE_TIMM = all(importlib.util.find_spec(m) for m in ("timm", "torch"))
 
 CASES = [
+    ("accelerator", "--stages=speed", "--stages", "'speed' is not one of layers, train"),
+    ("accelerator", "--budget=0", "--budget", "positive integer"),
     ("bench_backbones", "--size=0", "--size", "positive integer"),
     ("bench_backbones", "--batch=-1", "--batch", "positive integer"),
     ("bench_backbones", "--repeats=two", "--repeats", "'two'"),
@@ -33,6 +35,7 @@ CASES = [
     ("bench_layers", "--implementations=fast", "--implementations", "'fast' is not one of"),
     ("bench_train", "--steps=0", "--steps", "positive integer"),
     ("bench_train", "--batch=x", "--batch", "'x'"),
+    ("bench_train", "--size=0", "--size", "positive integer"),
     ("bench_main_job", "--epochs=0", "--epochs", "positive integer"),
     ("bench_xla_flags", "--flags=fast", "--flags", "'fast' is not one of none, ynn"),
     ("bench_xla_flags", "--detection-sizes=100", "--detection-sizes", "multiples of 64"),

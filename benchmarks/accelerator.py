@@ -1,0 +1,149 @@
+"""The accelerator suite in one command: layers, classifiers and Mask R-CNN on the machine's
+GPU or TPU, every backend installed, results files that name the device.
+
+Sized to finish within 8 minutes on one H100 (``--budget=480`` seconds, shared out among the
+stages below; a stage that runs out of its share is stopped and the summary says what it left
+out). Not yet run on a GPU: none was lent to the sessions that wrote it. Each stage is one of
+the project's benchmark scripts, each backend in its own process, written to ``--output-dir``:
+
+1. ``layers.json``: ``bench_layers.py --quick`` (the lambda layer at the paper's c4 and c5
+   shapes, every implementation, and ``auto``'s choice against the fastest, per backend).
+2. ``train.json``: ``bench_train.py``: LambdaResNet-50, ResNet-RS-50, keras ResNet50 and
+   EfficientNetB0-B3, training and inference images/s, in float32, mixed bfloat16 and (on a
+   GPU) mixed float16.
+3. ``detection.json``: ``bench_detection.py``: the converted ``maskrcnn_resnet50_fpn`` against
+   torchvision (inference on two photos, one training step), where torchvision is installed.
+
+``summary.json`` lists each stage's command, seconds and whether it finished. ``--tiny`` runs
+the same stages at tiny sizes, float32 only, on a CPU (the tests).
+
+    python benchmarks/accelerator.py --output-dir=benchmarks/results/accelerator/h100
+    python benchmarks/accelerator.py --tiny --backends=tensorflow --output-dir=/tmp/suite
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from arguments import names, positive_int
+from results import device_name
+
+HERE = Path(__file__).resolve().parent
+BACKENDS = ("tensorflow", "jax", "torch")
+STAGES = ("layers", "train", "detection")
+SHARES = {"layers": 0.2, "train": 0.55, "detection": 0.25}  # of --budget, in this order
+TRAIN_MODELS = [
+    "lambda_resnet50",
+    "resnet_rs50",
+    "keras_resnet50",
+    *(f"efficientnet_b{k}" for k in range(4)),
+]
+
+
+def policies(device: str) -> list[str]:
+    """The precisions the device computes natively: float16 on GPUs only."""
+    if device == "cpu":
+        return ["float32"]
+    return ["float32", "bfloat16"] + (["float16"] if device != "tpu" else [])
+
+
+def plan(args, device: str) -> dict[str, list[str]]:
+    """Each stage's command line (``sys.executable`` and the script first)."""
+    out = Path(args.output_dir)
+    backends = ",".join(args.backends)
+
+    def script(name: str, *arguments: str, output: str) -> list[str]:
+        return [sys.executable, str(HERE / f"{name}.py"), *arguments, f"--output={out / output}"]
+
+    if args.tiny:
+        return {
+            "layers": script(
+                "bench_layers", f"--backends={backends}", "--batch=1", "--repeats=1",
+                "--no-timm", "--skip-memory", "--max-seconds=5", output="layers.json",
+            ),
+            "train": script(
+                "bench_train", "--size", "32", "--batch", "1", "--steps", "1", "--no-xla",
+                "--no-pipeline", "--models", "resnet_rs50", "efficientnet_b0",
+                "--policies", "float32", "--backends", *args.backends, output="train.json",
+            ),
+            "detection": script(
+                "bench_detection", f"--backends={backends}", "--tables=training",
+                "--sizes=128", "--models=resnet_rs50", "--repeats=1", output="detection.json",
+            ),
+        }  # fmt: skip
+    return {
+        "layers": script(
+            "bench_layers", "--quick", f"--backends={backends}", "--no-timm", "--skip-memory",
+            output="layers.json",
+        ),
+        "train": script(
+            "bench_train", "--batch", "64", "--steps", "5", "--no-xla", "--no-pipeline",
+            "--models", *TRAIN_MODELS, "--policies", *policies(device),
+            "--backends", *args.backends, output="train.json",
+        ),
+        "detection": script(
+            "bench_detection", f"--backends={backends}", "--sizes=512", "--repeats=3",
+            "--models=maskrcnn_resnet50_fpn,lambda_resnet50,resnet_rs50",
+            output="detection.json",
+        ),
+    }  # fmt: skip
+
+
+def run_stage(command: list[str], seconds: float) -> dict:
+    """Run one stage within ``seconds``: its wall time, and whether it finished."""
+    start = time.perf_counter()
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    try:
+        done = subprocess.run(command, env=env, timeout=seconds, check=False)
+        status = "finished" if done.returncode == 0 else f"failed (exit {done.returncode})"
+    except subprocess.TimeoutExpired:
+        status = f"stopped after its share of the budget ({seconds:.0f} s): results left out"
+    return {"command": " ".join(command), "seconds": time.perf_counter() - start, "status": status}
+
+
+def parse(argv):
+    installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backends", type=names(BACKENDS), default=installed)
+    parser.add_argument("--stages", type=names(STAGES), default=list(STAGES))
+    parser.add_argument("--budget", type=positive_int, default=480, help="seconds in all")
+    parser.add_argument("--tiny", action="store_true", help="tiny sizes on a CPU (the tests)")
+    parser.add_argument("--output-dir", required=True)
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> None:
+    args = parse(sys.argv[1:] if argv is None else argv)
+    device = device_name()
+    if device == "cpu" and not args.tiny:
+        print("no GPU or TPU found: the suite's sizes are for one; --tiny runs it on a CPU")
+    Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+    commands = plan(args, device)
+    shares = sum(SHARES[stage] for stage in args.stages)
+    summary = {"device": device, "budget_seconds": args.budget, "stages": {}}
+    start = time.perf_counter()
+    for stage in args.stages:
+        left = args.budget - (time.perf_counter() - start)
+        seconds = max(left * SHARES[stage] / shares, 1.0)
+        shares -= SHARES[stage]
+        print(f"{stage}: {seconds:.0f} s at most", file=sys.stderr, flush=True)
+        summary["stages"][stage] = run_stage(commands[stage], seconds)
+    summary["seconds"] = time.perf_counter() - start
+    path = Path(args.output_dir) / "summary.json"
+    path.write_text(json.dumps(summary, indent=1) + "\n")
+    for stage, result in summary["stages"].items():
+        print(f"{stage}: {result['status']} in {result['seconds']:.0f} s")
+    print(f"suite on {device}: {summary['seconds']:.0f} s of a {args.budget} s budget; {path}")
+
+
+if __name__ == "__main__":
+    main()
