@@ -191,15 +191,22 @@ def detection_training(table: Table) -> str:
 def compiled_markers(table: Table) -> str:
     """Which XLA_FLAGS changed what XLA compiled (the marker counts against the first row's)."""
     base = table.rows[0]
-    same = [row[0].split(":")[0] for row in table.rows[1:] if row[1:] == base[1:]]
-    changed = [row[0].split(":")[0] for row in table.rows[1:] if row[1:] != base[1:]]
+
+    def names(rows) -> str:
+        return ", ".join(row[0].split(":")[0] for row in rows)
+
+    others = table.rows[1:]
+    failed = [row for row in others if not all(is_number(cell) for cell in row[1:])]
+    same = [row for row in others if row not in failed and row[1:] == base[1:]]
+    changed = [row for row in others if row not in failed and row not in same]
     text = f"{base[0].split(':')[0]} compiles " + ", ".join(
         f"{value} {plain(name)}" for name, value in zip(table.columns[1:], base[1:], strict=True)
     )
-    if same:
-        text += f"; {', '.join(same)}: the same programs"
-    if changed:
-        text += f"; {', '.join(changed)}: other counts (table)"
+    for rows, what in ((same, "the same programs"), (changed, "other counts (table)")):
+        if rows:
+            text += f"; {names(rows)}: {what}"
+    if failed:
+        text += f"; {names(failed)}: nothing compiled (note below)"
     return text + "."
 
 

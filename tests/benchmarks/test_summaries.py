@@ -142,3 +142,5 @@ def test_the_compiled_sentence_names_the_flags_that_changed_nothing():
     said = summaries.compiled_markers(table)
     assert said.startswith("jax compiles 53 YNNPACK fusions, 0 oneDNN calls, 53 convolutions")
     assert "jax ynn: the same programs" in said and "jax use_onednn: other counts" in said
+    table.add("jax broken: --z", None, None, None)
+    assert summaries.compiled_markers(table).endswith("jax broken: nothing compiled (note below).")
