@@ -1,10 +1,12 @@
 """The accelerator suite in one command: layers, classifiers and Mask R-CNN on the machine's
 GPU or TPU, every backend installed, results files that name the device.
 
-Sized to finish within 8 minutes on one H100 (``--budget=480`` seconds, shared out among the
-stages below; a stage that runs out of its share is stopped and the summary says what it left
-out). Not yet run on a GPU: none was lent to the sessions that wrote it. Each stage is one of
-the project's benchmark scripts, each backend in its own process, written to ``--output-dir``:
+Bounded to 8 minutes on one H100 by default (``--budget=480`` seconds): each stage gets a share
+of the budget less a minute's grace per stage; the training stage starts no row after its share
+and its results file names the rows it left out; a stage still running when its grace is over
+is stopped and ``summary.json`` says so. Not yet run on a GPU: none was lent to the sessions
+that wrote it, so the shares are a first guess. Each stage is one of the project's benchmark
+scripts, each backend in its own process, written to ``--output-dir``:
 
 1. ``layers.json``: ``bench_layers.py --quick`` (the lambda layer at the paper's c4 and c5
    shapes, every implementation, and ``auto``'s choice against the fastest, per backend).
@@ -39,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 BACKENDS = ("tensorflow", "jax", "torch")
 STAGES = ("layers", "train", "detection")
 SHARES = {"layers": 0.2, "train": 0.55, "detection": 0.25}  # of --budget, in this order
+GRACE = 60  # seconds a stage may run past its share (a row under way) before it is stopped
 TRAIN_MODELS = [
     "lambda_resnet50",
     "resnet_rs50",
@@ -97,11 +100,15 @@ def plan(args, device: str) -> dict[str, list[str]]:
 
 
 def run_stage(command: list[str], seconds: float) -> dict:
-    """Run one stage within ``seconds``: its wall time, and whether it finished."""
+    """Run one stage within ``seconds``: its wall time, and whether it finished. The training
+    stage starts no row after its share (``--max-seconds``) and names those it left out; every
+    stage is stopped ``GRACE`` seconds after its share."""
     start = time.perf_counter()
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if command[1].endswith("bench_train.py"):
+        command = [*command, "--max-seconds", str(max(int(seconds), 1))]
     try:
-        done = subprocess.run(command, env=env, timeout=seconds, check=False)
+        done = subprocess.run(command, env=env, timeout=seconds + GRACE, check=False)
         status = "finished" if done.returncode == 0 else f"failed (exit {done.returncode})"
     except subprocess.TimeoutExpired:
         status = f"stopped after its share of the budget ({seconds:.0f} s): results left out"
@@ -131,8 +138,9 @@ def main(argv=None) -> None:
     shares = sum(SHARES[stage] for stage in args.stages)
     summary = {"device": device, "budget_seconds": args.budget, "stages": {}}
     start = time.perf_counter()
+    soft_budget = args.budget - GRACE * len(args.stages)  # each stage may overrun by GRACE
     for stage in args.stages:
-        left = args.budget - (time.perf_counter() - start)
+        left = soft_budget - (time.perf_counter() - start)
         seconds = max(left * SHARES[stage] / shares, 1.0)
         shares -= SHARES[stage]
         print(f"{stage}: {seconds:.0f} s at most", file=sys.stderr, flush=True)

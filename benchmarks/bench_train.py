@@ -98,6 +98,28 @@ def row_in_child(
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def measure_rows(rows: list[tuple], args, table: Table) -> None:
+    """Each ``(backend, model, policy, xla)`` row in its own process, into ``table``; a row that
+    fails keeps empty cells and a note, and once ``--max-seconds`` have passed the rows not
+    started are left out and named in a note."""
+    start, skipped = time.perf_counter(), []
+    for backend, name, policy, xla in rows:
+        if args.max_seconds and time.perf_counter() - start > args.max_seconds:
+            skipped.append(f"{backend} {name} {policy}")
+            continue
+        try:
+            train, infer = row_in_child(
+                backend, name, policy, xla, args.batch, args.steps, args.size
+            )
+        except RuntimeError as error:
+            train = infer = None
+            table.note(str(error).splitlines()[0] + " (message on stderr)")
+            print(error, file=sys.stderr)
+        table.add(backend, name, policy, "on" if xla else "off", train, infer)
+    if skipped:
+        table.note(f"left out after --max-seconds={args.max_seconds}: {', '.join(skipped)}")
+
+
 def pipeline_throughput(batch: int, batches: int) -> float:
     """Images/s of the training preprocessing on 1,000 synthetic 500x375 JPEG-sized images."""
     import numpy as np
@@ -143,6 +165,12 @@ def main(argv=None):
     )
     parser.add_argument("--no-xla", action="store_true", help="skip TensorFlow's XLA rows")
     parser.add_argument(
+        "--max-seconds",
+        type=positive_int,
+        default=None,
+        help="start no row after this many seconds (the rows left out are named in a note)",
+    )
+    parser.add_argument(
         "--pipeline",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -169,15 +197,15 @@ def main(argv=None):
         labels=4,
     )
     table.print_header()
-    for backend in backends:
-        xla_settings = {"tensorflow": (False,) if args.no_xla else (False, True), "jax": (True,)}
-        for name in args.models:
-            for policy in args.policies:
-                for xla in xla_settings.get(backend, (False,)):
-                    train, infer = row_in_child(
-                        backend, name, policy, xla, args.batch, args.steps, args.size
-                    )
-                    table.add(backend, name, policy, "on" if xla else "off", train, infer)
+    xla_settings = {"tensorflow": (False,) if args.no_xla else (False, True), "jax": (True,)}
+    rows = [
+        (backend, name, policy, xla)
+        for backend in backends
+        for name in args.models
+        for policy in args.policies
+        for xla in xla_settings.get(backend, (False,))
+    ]
+    measure_rows(rows, args, table)
     if args.pipeline:
         rate = pipeline_throughput(args.batch, batches=5)
         table.note(

@@ -46,7 +46,21 @@ def test_each_stage_runs_its_benchmark_with_the_device_s_settings(tmp_path):
     assert "--size" in tiny["train"] and "--sizes=128" in tiny["detection"]
 
 
-def test_a_stage_that_outruns_its_share_is_stopped_and_said_so():
+def test_the_training_stage_is_told_its_share(monkeypatch):
+    seen = {}
+
+    def run(command, **kwargs):
+        seen["command"], seen["timeout"] = command, kwargs["timeout"]
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(accelerator.subprocess, "run", run)
+    result = accelerator.run_stage([sys.executable, "bench_train.py", "--batch", "2"], 100.4)
+    assert seen["command"][-2:] == ["--max-seconds", "100"] and result["status"] == "finished"
+    assert seen["timeout"] == 100.4 + accelerator.GRACE
+
+
+def test_a_stage_that_outruns_its_share_is_stopped_and_said_so(monkeypatch):
+    monkeypatch.setattr(accelerator, "GRACE", 0)
     result = accelerator.run_stage([sys.executable, "-c", "import time; time.sleep(30)"], 1.0)
     assert result["status"].startswith("stopped after its share") and result["seconds"] < 20
 
