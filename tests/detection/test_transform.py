@@ -7,6 +7,7 @@ import pytest
 
 from lambda_keras.detection import LetterboxTransform, MaskRCNN, TorchvisionTransform
 from lambda_keras.detection.transform_graph import letterbox_size, resize
+from tests.backend import numpy
 from tests.detection.tiny import tiny_backbone, tiny_valid_backbone
 
 
@@ -31,8 +32,8 @@ def test_the_letterbox_transform_pads_a_square_and_maps_back():
         size,
         np.array([480, 640]),
     )
-    np.testing.assert_allclose(np.asarray(boxes), [[50, 100, 250, 640]])  # / 0.2, clipped
-    assert masks.shape == (1, 480, 640) and masks.dtype == bool
+    np.testing.assert_allclose(numpy(boxes), [[50, 100, 250, 640]])  # / 0.2, clipped
+    assert numpy(masks).shape == (1, 480, 640) and numpy(masks).dtype == bool
     with pytest.raises(ValueError, match="`image_size` must be a multiple of 64"):
         LetterboxTransform(100)
 
