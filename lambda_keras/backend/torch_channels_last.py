@@ -38,8 +38,11 @@ VARIABLE = "LAMBDA_KERAS_TORCH_CHANNELS_LAST"
 _KERAS = {}  # name -> Keras' own function, while ours is installed
 
 
-def _pair(value) -> tuple[int, int]:
-    return (value, value) if isinstance(value, int) else tuple(value)
+def _pair(value, name: str) -> tuple[int, int]:
+    """Keras' own reading of a 2-D size argument (an int or two)."""
+    from keras.src.utils.argument_validation import standardize_tuple
+
+    return standardize_tuple(value, 2, name)
 
 
 def _keras(name: str):
@@ -72,7 +75,7 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
     arguments = (inputs, kernel, strides, padding, data_format, dilation_rate)
     if inputs.ndim != 4 or standardize_data_format(data_format) != "channels_last":
         return _keras("conv")(*arguments)
-    strides, dilations = _pair(strides), _pair(dilation_rate)
+    strides, dilations = _pair(strides, "strides"), _pair(dilation_rate, "dilation_rate")
     pads = (0, 0)
     if padding == "same":
         pads = _symmetric_padding(inputs.shape[1:3], kernel.shape[:2], strides, dilations)
@@ -104,8 +107,8 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
         return _keras("max_pool")(inputs, pool_size, strides, padding, data_format)
     import torch.nn.functional as F
 
-    pool_size = _pair(pool_size)
-    strides = pool_size if strides is None else _pair(strides)
+    pool_size = _pair(pool_size, "pool_size")
+    strides = pool_size if strides is None else _pair(strides, "strides")
     return F.max_pool2d(inputs.permute(0, 3, 1, 2), pool_size, strides).permute(0, 2, 3, 1)
 
 
