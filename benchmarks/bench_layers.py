@@ -26,9 +26,17 @@ A cell whose warm-up run takes longer than ``--max-seconds`` is that one run (ma
 AVX-512 (VNNI/BF16) or AMX, so the two compare both kinds of CPU on one machine.
 
 ``--sweep`` times einsum and conv (``--implementations``) over 7x7...28x28 maps and 3x3...23x23
-scopes (d=256) and prints, for each ratio R, how far ``auto``'s rule "einsum when the map holds at
-most R x as many positions as the scope window" lands from the fastest: how
+scopes (d=256; ``--sweep-sides``, ``--sweep-scopes``) at each of ``--sweep-batches``: one table per
+backend and batch with ``auto``'s choice and its time against the faster, a summary table (the
+worst and mean over the cells, target 1.1x), and, for each ratio R, how far the rule "einsum when
+the map holds at most R x as many positions as the scope window" lands from the faster: how
 ``lambda_keras.layers.implementation_choice.CPU_EINSUM_MAX_POSITIONS_PER_WINDOW`` was set.
+
+    python benchmarks/bench_layers.py --sweep --sweep-batches=8,32 \\
+        --output=benchmarks/results/layers_sweep.json
+
+The implementations of one shape are timed in turn (one warm-up each, then ``--repeats`` rounds
+of each once), so a change in the machine's load falls on all of them alike.
 
 Then (unless ``--skip-memory``) the peak resident memory of a global lambda layer at 64x64 next
 to ``keras.layers.MultiHeadAttention`` (8 heads) on the same input, on TensorFlow.
@@ -55,9 +63,9 @@ SHAPES = {"c4": (14, 256), "c5": (7, 512)}  # map side, channels at 224px
 SCOPES = [23, 7, None]
 IMPLEMENTATIONS = ("einsum", "conv", "depthwise")
 SWEEP_SIDES = (7, 10, 14, 20, 28)
-SWEEP_SCOPES = (3, 7, 15, 23)
-SWEEP_RATIOS = (1, 2, 4, 8, 16, 32, 64)
-AUTO_TARGET = 1.2
+SWEEP_SCOPES = (3, 5, 7, 11, 15, 23)
+SWEEP_RATIOS = (1, 2, 4, 8, 16, 32, 64, 96, 128)
+AUTO_TARGET = 1.1
 # Keras backend and environment of each column: "tensorflow" as lambda_keras sets it up (oneDNN on
 # unless TF_ENABLE_ONEDNN_OPTS is set), the two variants with oneDNN set explicitly.
 BACKENDS = {
@@ -79,31 +87,45 @@ def installed(keras_backend: str) -> bool:
 # In a child process: time cells on one backend, one JSON line per cell.
 
 
-def timed_ms(run, repeats: int, max_seconds: float) -> tuple[float, bool]:
-    """(median ms of ``repeats`` runs after one warm-up run, whether only the warm-up ran)."""
-    start = time.perf_counter()
-    run()
-    first = time.perf_counter() - start
-    if first > max_seconds:
-        return first * 1e3, True
-    times = []
-    for _ in range(repeats):
+def timed_in_turn(runs: dict, repeats: int, max_seconds: float) -> dict[str, tuple[float, bool]]:
+    """``{name: (median ms, whether only the warm-up ran)}`` of the callables ``runs``: one
+    warm-up run each, then ``repeats`` rounds that call each in turn, so that a change in the
+    machine's load falls on every implementation of a shape alike. A callable whose warm-up run
+    takes longer than ``max_seconds`` is that one run."""
+    first = {}
+    for name, run in runs.items():
         start = time.perf_counter()
         run()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1e3, False
+        first[name] = time.perf_counter() - start
+    timed = {name: [] for name in runs if first[name] <= max_seconds}
+    for _ in range(repeats):
+        for name, times in timed.items():
+            start = time.perf_counter()
+            runs[name]()
+            times.append(time.perf_counter() - start)
+    return {
+        name: (statistics.median(timed[name]) * 1e3, False)
+        if name in timed
+        else (first[name] * 1e3, True)
+        for name in runs
+    }
 
 
-def keras_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
+def keras_run(cell: dict, batch: int):
+    """(``run``, the fields of the cell's row) for one cell on this process's Keras backend."""
     import keras
     from profiling import layer_step
 
     from lambda_keras.backend import devices as _devices
     from lambda_keras.layers import LambdaLayer
+    from lambda_keras.layers.implementation_choice import (
+        CPU_EINSUM_MAX_POSITIONS_PER_WINDOW,
+        choose_implementation,
+    )
 
-    side, channels = cell["side"], cell["channels"]
+    side, channels, scope = cell["side"], cell["channels"], cell["scope"]
     keras.utils.set_random_seed(0)
-    layer = LambdaLayer(channels, scope_size=cell["scope"], implementation=cell["impl"])
+    layer = LambdaLayer(channels, scope_size=scope, implementation=cell["impl"])
     prepare, run = layer_step(
         keras.saving.serialize_keras_object(layer),
         (batch, side, side, channels),
@@ -111,12 +133,22 @@ def keras_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict
         backward=True,
     )
     prepare()
-    ms, one_run = timed_ms(run, repeats, max_seconds)
-    resolved = layer.resolve_implementation((side, side))
-    return {**cell, "ms": ms, "one_run": one_run, "resolved": resolved, "cpu": _devices.cpu_kind()}
+    auto = choose_implementation(
+        "auto", (side, side), scope_size=scope, intra_depth=1, masked=False
+    )
+    fields = {
+        "resolved": layer.resolve_implementation((side, side)),
+        "auto": auto,
+        "ratio": None
+        if _devices.has_accelerator()
+        else CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(_devices.cpu_kind()),
+        "cpu": _devices.cpu_kind(),
+    }
+    return run, fields
 
 
-def timm_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
+def timm_run(cell: dict, batch: int):
+    """(``run``, the fields of the cell's row) for timm's ``LambdaLayer`` at one cell."""
     import torch
     from timm.layers.lambda_layer import LambdaLayer
 
@@ -138,14 +170,38 @@ def timm_cell(cell: dict, batch: int, repeats: int, max_seconds: float) -> dict:
         x.grad = None
         (layer(x) ** 2).sum().backward()
 
-    ms, one_run = timed_ms(run, repeats, max_seconds)
-    return {
-        **cell,
-        "ms": ms,
-        "one_run": one_run,
-        "resolved": None,
-        "cpu": f"torch {torch.__version__}",
-    }
+    return run, {"resolved": None, "cpu": f"torch {torch.__version__}"}
+
+
+def shape_groups(cells: list[dict]) -> list[list[dict]]:
+    """Consecutive cells that differ only in ``impl``: one shape's implementations."""
+    groups: list[list[dict]] = []
+    for cell in cells:
+        shape = {k: v for k, v in cell.items() if k != "impl"}
+        if groups and {k: v for k, v in groups[-1][0].items() if k != "impl"} == shape:
+            groups[-1].append(cell)
+        else:
+            groups.append([cell])
+    return groups
+
+
+def time_group(group: list[dict], prepare, batch: int, repeats: int, max_seconds: float):
+    """The rows of one shape's cells, timed in turn; a cell that fails to build (e.g. out of
+    memory) is a row with its error and does not end the others."""
+    rows, runs = {}, {}
+    for i, cell in enumerate(group):
+        try:
+            runs[i], fields = prepare(cell, batch)
+            rows[i] = {**cell, **fields}
+        except Exception as err:
+            rows[i] = {**cell, "error": f"{type(err).__name__}: {str(err)[:300]}"}
+    try:
+        for i, (ms, one_run) in timed_in_turn(runs, repeats, max_seconds).items():
+            rows[i].update(ms=ms, one_run=one_run)
+    except Exception as err:
+        for i in runs:
+            rows[i] = {**group[i], "error": f"{type(err).__name__}: {str(err)[:300]}"}
+    return [rows[i] for i in range(len(group))]
 
 
 def child(kind: str, batch: int, repeats: int, max_seconds: float) -> None:
@@ -153,21 +209,19 @@ def child(kind: str, batch: int, repeats: int, max_seconds: float) -> None:
         # Before Keras imports TensorFlow: what a user importing lambda_keras first gets (oneDNN
         # on unless TF_ENABLE_ONEDNN_OPTS says otherwise, lambda_keras/backend/onednn.py).
         import lambda_keras  # noqa: F401
-    measure = timm_cell if kind == TIMM else keras_cell
-    for cell in json.loads(sys.stdin.read()):
-        try:
-            row = measure(cell, batch, repeats, max_seconds)
-        except Exception as err:  # one failed cell (e.g. out of memory) does not end the table
-            row = {**cell, "error": f"{type(err).__name__}: {str(err)[:300]}"}
-        print(json.dumps(row), flush=True)
+    prepare = timm_run if kind == TIMM else keras_run
+    for group in shape_groups(json.loads(sys.stdin.read())):
+        for row in time_group(group, prepare, batch, repeats, max_seconds):
+            print(json.dumps(row), flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # In the parent: one child per backend, then the tables.
 
 
-def run_child(column: str, cells: list[dict], args) -> list[dict]:
-    """Times ``cells`` in a fresh process for ``column`` (a backend or timm)."""
+def run_child(column: str, cells: list[dict], args, batch: int | None = None) -> list[dict]:
+    """Times ``cells`` in a fresh process for ``column`` (a backend or timm), at ``batch``
+    (default ``--batch``)."""
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if column != TIMM:
         keras_backend, extra = BACKENDS[column]
@@ -176,7 +230,7 @@ def run_child(column: str, cells: list[dict], args) -> list[dict]:
         sys.executable,
         os.path.abspath(__file__),
         f"--child={column}",
-        f"--batch={args.batch}",
+        f"--batch={batch or args.batch}",
         f"--repeats={args.repeats}",
         f"--max-seconds={args.max_seconds}",
     ]
@@ -339,56 +393,144 @@ def print_targets(table: dict, columns: list[str]) -> None:
                 )
 
 
-def sweep(args) -> None:
+def sweep(args) -> list[Table]:
+    """einsum against conv (``--implementations``) over the swept maps and scopes, per backend and
+    batch: one table each, ``auto``'s choice against the fastest, and a summary table."""
     cells = [
         {"stage": "sweep", "side": side, "channels": 256, "scope": scope, "impl": impl}
-        for side in SWEEP_SIDES
-        for scope in SWEEP_SCOPES
+        for side in args.sweep_sides
+        for scope in args.sweep_scopes
         for impl in args.implementations
     ]
+    summary = Table(
+        "sweep_summary",
+        f"`auto` over the sweep (einsum against conv, d=256, forward+backward, "
+        f"{os.cpu_count()} CPU cores): its choice / the faster per cell",
+        ["backend", "batch", "ratio", "cells", "worst", "mean", "best ratio (worst)"],
+        digits=[0, 0, 0, 0, 2, 2, 0],
+        labels=2,
+        plot="none",
+    )
+    tables, scores = [], []
     for column in args.backends:
-        rows = run_child(column, cells, args)
-        table = {(r["side"], r["scope"], r["impl"]): r for r in rows}
-        print(f"\n## {column}: forward+backward ms, batch {args.batch}, d=256, |k|=16, |h|=4")
-        print(f"| map | n | scope | window | {' | '.join(args.implementations)} | fastest |")
-        print("|---|---|---|---|" + "---|" * (len(args.implementations) + 1))
-        for side in SWEEP_SIDES:
-            for scope in SWEEP_SCOPES:
-                got = {
-                    i: table[(side, scope, i)]
-                    for i in args.implementations
-                    if (side, scope, i) in table
-                }
-                best = min(got, key=lambda i: got[i]["ms"]) if got else "-"
-                values = [fmt_ms(got.get(i)) for i in args.implementations]
-                print(
-                    f"| {side}x{side} | {side * side} | {scope} | {window(side, scope)} | "
-                    f"{' | '.join(values)} | {best} |"
-                )
-        if {"einsum", "conv"} <= set(args.implementations):
-            print_ratio_rules(table)
+        for batch in args.sweep_batches:
+            rows = run_child(column, cells, args, batch)
+            table = {(r["side"], r["scope"], r["impl"]): r for r in rows}
+            tables.append(sweep_table(column, batch, table, args))
+            losses = auto_losses(table, args)
+            if losses:
+                ratio = "/".join(sorted({str(r["ratio"]) for r in rows if r.get("ratio")}))
+                worst, mean = max(losses), statistics.mean(losses)
+                best = best_ratio(table, args)
+                scores.append((column, batch, ratio or "-", len(losses), worst, mean, best))
+    print()
+    summary.print_header()
+    for score in scores:
+        summary.add(*score)
+    print_sweep_target(summary)
+    return [*tables, summary]
+
+
+def sweep_table(column: str, batch: int, table: dict, args) -> Table:
+    """One backend's sweep at one batch: each implementation, ``auto``'s choice and its time
+    against the fastest."""
+    impls = args.implementations
+    out = Table(
+        f"sweep_{column}_b{batch}",
+        f"{column}: forward+backward ms, batch {batch}, d=256, |k|=16, |h|=4 (median of "
+        f"{args.repeats}, the implementations timed in turn; * one run)",
+        ["map", "n", "scope", "n / window", *impls, "auto", "auto / fastest"],
+        digits=[0, 0, 0, 2, *(1 for _ in impls), 0, 2],
+        labels=3,
+        plot="none",
+    )
+    print()
+    out.print_header()
+    for side in args.sweep_sides:
+        for scope in args.sweep_scopes:
+            got = {i: table.get((side, scope, i)) for i in impls}
+            done = {i: r for i, r in got.items() if r is not None}
+            auto = next((r["auto"] for r in done.values()), None)
+            loss = auto_loss(done, auto)
+            out.add(
+                f"{side}x{side}",
+                side * side,
+                scope,
+                side * side / window(side, scope),
+                *[ms_cell(got[i]) for i in impls],
+                auto or "-",
+                loss,
+            )
+    if {"einsum", "conv"} <= set(impls):
+        print_ratio_rules(table, args)
+    return out
+
+
+def auto_loss(rows: dict, auto: str | None) -> float | None:
+    """Time of ``auto``'s choice / the fastest's, None when either was not timed."""
+    if auto not in rows or not rows:
+        return None
+    return rows[auto]["ms"] / min(r["ms"] for r in rows.values())
+
+
+def auto_losses(table: dict, args) -> list[float]:
+    losses = []
+    for side in args.sweep_sides:
+        for scope in args.sweep_scopes:
+            rows = {
+                i: table[(side, scope, i)]
+                for i in args.implementations
+                if (side, scope, i) in table
+            }
+            auto = next((r["auto"] for r in rows.values()), None)
+            loss = auto_loss(rows, auto)
+            if loss is not None:
+                losses.append(loss)
+    return losses
 
 
 def window(side: int, scope: int) -> int:
     return min(scope, 2 * side - 1) ** 2
 
 
-def print_ratio_rules(table: dict) -> None:
-    """For each ratio R: the rule "einsum when n <= R * window, else conv" against the faster of
-    the two at every swept cell."""
+def ratio_losses(table: dict, args, ratio: int) -> list[float]:
+    """The rule "einsum when n <= ratio * window, else conv" against the faster of the two at
+    every swept cell."""
+    losses = []
+    for side in args.sweep_sides:
+        for scope in args.sweep_scopes:
+            einsum, conv = table.get((side, scope, "einsum")), table.get((side, scope, "conv"))
+            if einsum is None or conv is None:
+                continue
+            chosen = einsum if side * side <= ratio * window(side, scope) else conv
+            losses.append(chosen["ms"] / min(einsum["ms"], conv["ms"]))
+    return losses
+
+
+def best_ratio(table: dict, args) -> str:
+    """The ratio of ``SWEEP_RATIOS`` whose rule has the smallest worst case, and that case."""
+    scored = [(max(losses), r) for r in SWEEP_RATIOS if (losses := ratio_losses(table, args, r))]
+    if not scored:
+        return "-"
+    worst, ratio = min(scored)
+    return f"{ratio} ({worst:.2f})"
+
+
+def print_ratio_rules(table: dict, args) -> None:
+    """For each ratio R: how far the rule "einsum when n <= R * window" lands from the faster."""
     print("\n| ratio R | worst rule / fastest | mean rule / fastest |")
     print("|---|---|---|")
     for ratio in SWEEP_RATIOS:
-        losses = []
-        for side in SWEEP_SIDES:
-            for scope in SWEEP_SCOPES:
-                einsum, conv = table.get((side, scope, "einsum")), table.get((side, scope, "conv"))
-                if einsum is None or conv is None:
-                    continue
-                chosen = einsum if side * side <= ratio * window(side, scope) else conv
-                losses.append(chosen["ms"] / min(einsum["ms"], conv["ms"]))
+        losses = ratio_losses(table, args, ratio)
         if losses:
             print(f"| {ratio} | {max(losses):.2f} | {statistics.mean(losses):.2f} |")
+
+
+def print_sweep_target(summary: Table) -> None:
+    print(f"\nTarget: `auto`'s choice within {AUTO_TARGET}x of the faster at every swept cell:")
+    for backend, batch, _, cells, worst, *_ in summary.rows:
+        verdict = "met" if worst <= AUTO_TARGET else "NOT met"
+        print(f"- {backend}, batch {batch}: worst {worst:.2f} over {cells} cells: {verdict}")
 
 
 def peak(layer, shape, **options):
@@ -485,6 +627,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--no-timm", action="store_true", help="skip timm's LambdaLayer")
     parser.add_argument("--sweep", action="store_true", help="only the einsum/conv sweep")
     parser.add_argument(
+        "--sweep-batches",
+        type=sizes(1),
+        default=None,
+        metavar="BATCHES",
+        help="--sweep: the batches swept, e.g. 8,32 (default --batch)",
+    )
+    parser.add_argument(
+        "--sweep-sides",
+        type=sizes(1),
+        default=list(SWEEP_SIDES),
+        metavar="SIDES",
+        help=f"--sweep: the map sides (default {','.join(map(str, SWEEP_SIDES))})",
+    )
+    parser.add_argument(
+        "--sweep-scopes",
+        type=sizes(1),
+        default=list(SWEEP_SCOPES),
+        metavar="SCOPES",
+        help=f"--sweep: the odd scope sizes (default {','.join(map(str, SWEEP_SCOPES))})",
+    )
+    parser.add_argument(
         "--implementations",
         type=names(IMPLEMENTATIONS),
         default=["einsum", "conv"],
@@ -509,6 +672,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.repeats = 8, 3
+    args.sweep_batches = args.sweep_batches or [args.batch]
+    if any(scope % 2 == 0 for scope in args.sweep_scopes):
+        parser.error(f"--sweep-scopes: scope sizes are odd; received {args.sweep_scopes}")
     if args.child:
         return args
     if args.backends is None:
@@ -534,7 +700,8 @@ def main(argv=None) -> None:
         + ("; timm" if args.timm else "")
     )
     if args.sweep:
-        sweep(args)
+        tables = sweep(args)
+        write(args.output, "bench_layers", tables, batch=args.sweep_batches, repeats=args.repeats)
         return
     if args.scaling:
         tables = scaling_tables(args.scaling)

@@ -28,21 +28,26 @@ IMPLEMENTATIONS = ("auto", "einsum", "conv", "depthwise")
 # (zeroed embeddings outside the scope): its cost grows with n * n. The lambda convolution's grows
 # with n * window, the window being the scope cropped to the map (2L - 1 per axis). On a CPU the
 # einsum is the faster one while n <= ratio * window, the ratio depending on the backend and on
-# whether TensorFlow runs oneDNN: each is the ratio of `benchmarks/bench_layers.py --sweep
-# --backends=...` (2 cores, batch 32, d=256, forward+backward, 7x7...28x28 maps, 3x3...23x23
-# scopes) whose rule lands nearest the faster of einsum and conv (docs/layers.md, "Three
-# implementations"). AVX2 AMD EPYC, TensorFlow 2.21, jax 0.10.2, torch 2.14.1:
-# - TensorFlow with oneDNN: 4, exact on AVX-512 (the sweep of an earlier round); on AVX2 with
-#   oneDNN switched on, 4 is within 1.56x everywhere and 1.04x on average (2: 1.22x, 1.01x).
-# - TensorFlow without oneDNN (TF_ENABLE_ONEDNN_OPTS=0; TensorFlow's default on AVX2): 32, exact.
-# - JAX (XLA's slow 3-D convolutions on a CPU): 32, within 1.19x everywhere (64 is exact there,
-#   but lets the einsum, whose memory grows with n * n, onto twice larger maps).
-# - PyTorch: 4, exact.
+# whether TensorFlow runs oneDNN. Each ratio comes from `benchmarks/bench_layers.py --sweep
+# --sweep-batches=8,32` (2 cores, d=256, forward+backward, einsum and conv timed in turn,
+# 7x7...28x28 maps, 3x3...23x23 scopes; benchmarks/results/layers_sweep.json, docs/layers.md
+# "Three implementations").
+# The batch does not move a break-even enough to matter: one ratio keeps every swept cell at
+# batch 8 and at batch 32 within 1.1x of the faster implementation on each backend, so the rule
+# has no batch term. AVX-512 AMD EPYC, TensorFlow 2.21, jax 0.10.2, torch 2.14.1, Keras 3.15.1:
+# - TensorFlow with oneDNN: 4 (break-even between 4 and 6.5 x window).
+# - TensorFlow without oneDNN (TF_ENABLE_ONEDNN_OPTS=0; TensorFlow's default on AVX2): 32, exact in
+#   the sweep of an earlier round (AVX2 AMD EPYC), not measured again.
+# - JAX: 96. XLA's CPU 3-D convolution is slow; the einsum is faster everywhere up to 28x28, and
+#   at batch 8 the break-even lies near 125 x window for 3x3 and 5x5 scopes (40x40 and 56x56
+#   maps, `--sweep-sides=40,56`) and above 64 x window for 7x7.
+# - PyTorch: 2 (break-even between 1.5 and 2 x window at both batches; 4, set on an AVX2 CPU
+#   before Keras' PyTorch convolutions changed, chose einsum at 1.5x conv's time).
 CPU_EINSUM_MAX_POSITIONS_PER_WINDOW = {
     "tensorflow": 4,
     "tensorflow_without_onednn": 32,
-    "jax": 32,
-    "torch": 4,
+    "jax": 96,
+    "torch": 2,
 }
 """On a CPU, `auto` picks `einsum` when the map holds at most this many times the positions of
 the scope window, per CPU kind (`backend.devices.cpu_kind`); set from
@@ -74,8 +79,8 @@ def choose_implementation(
     * on a CPU-only host, ``"einsum"`` when the map holds at most
       ``CPU_EINSUM_MAX_POSITIONS_PER_WINDOW[backend]`` times as many positions as the
       scope window (cropped to the map), else ``"conv"`` — the break-even measured on each
-      Keras backend and CPU (TensorFlow with oneDNN 4; without 32; JAX 32: XLA's 3-D
-      convolutions on a CPU are slow; PyTorch 4).
+      Keras backend and CPU (TensorFlow with oneDNN 4; without 32; JAX 96: XLA's 3-D
+      convolutions on a CPU are slow; PyTorch 2), the same at batch 8 and 32.
 
     ``"depthwise"`` is never chosen: it was the slowest in every CPU measurement here.
     """

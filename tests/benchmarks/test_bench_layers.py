@@ -1,6 +1,8 @@
 """The layer benchmark times every implementation on each backend in its own process and prints
 one table with ``auto``'s choice and its distance from the fastest."""
 
+import argparse
+import json
 import os
 import re
 import subprocess
@@ -9,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_layers.py"
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SCRIPT = BENCHMARKS / "bench_layers.py"
 BACKENDS = ["tensorflow", "jax"]
+sys.path.insert(0, str(BENCHMARKS))
+import bench_layers  # noqa: E402
+
+sys.path.remove(str(BENCHMARKS))
 
 
 def run(*arguments: str) -> str:
@@ -24,6 +31,35 @@ def run(*arguments: str) -> str:
         check=True,
     )
     return result.stdout
+
+
+def test_implementations_of_one_shape_are_timed_in_turn(monkeypatch):
+    calls = []
+    clock = iter(range(100))
+    monkeypatch.setattr(bench_layers.time, "perf_counter", lambda: next(clock))
+    runs = {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}
+    timed = bench_layers.timed_in_turn(runs, repeats=3, max_seconds=10)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-ups, then rounds of one call each
+    assert timed == {"a": (1000.0, False), "b": (1000.0, False)}  # each call one tick
+    slow = bench_layers.timed_in_turn(runs, repeats=2, max_seconds=0.5)
+    assert slow == {"a": (1000.0, True), "b": (1000.0, True)}  # warm-up over the limit: one run
+
+
+def test_cells_group_by_shape_and_ratio_rules_score_against_the_faster():
+    cell = {"stage": "sweep", "side": 7, "channels": 256, "scope": 3}
+    cells_ = [{**cell, "impl": "einsum"}, {**cell, "impl": "conv"}, {**cell, "side": 10}]
+    assert bench_layers.shape_groups(cells_) == [cells_[:2], cells_[2:]]
+    args = argparse.Namespace(sweep_sides=[7, 10], sweep_scopes=[3])
+    table = {
+        (7, 3, "einsum"): {"ms": 2.0},  # n / window 49 / 9 = 5.4
+        (7, 3, "conv"): {"ms": 4.0},
+        (10, 3, "einsum"): {"ms": 9.0},  # 100 / 9 = 11.1
+        (10, 3, "conv"): {"ms": 3.0},
+    }
+    assert bench_layers.ratio_losses(table, args, 4) == [2.0, 1.0]  # conv at both
+    assert bench_layers.ratio_losses(table, args, 8) == [1.0, 1.0]  # einsum at 7x7 only
+    assert bench_layers.ratio_losses(table, args, 16) == [1.0, 3.0]
+    assert bench_layers.best_ratio(table, args) == "8 (1.00)"
 
 
 def cells(line: str) -> list[str]:
@@ -51,11 +87,31 @@ def test_bench_layers_prints_one_table_for_every_backend():
 
 
 @pytest.mark.slow
-def test_the_sweep_scores_each_ratio_rule():
-    out = run("--sweep", "--backends=tensorflow")
+def test_the_sweep_scores_auto_and_each_ratio_rule(tmp_path):
+    output = tmp_path / "sweep.json"
+    out = run(
+        "--sweep",
+        "--backends=tensorflow",
+        "--sweep-sides=7,10",
+        "--sweep-scopes=3,5",
+        "--sweep-batches=2,4",
+        "--repeats=1",
+        f"--output={output}",
+    )
     rows = [cells(line) for line in out.splitlines() if re.match(r"\| \d+x\d+ \|", line)]
-    assert len(rows) == 5 * 4  # map sides x scopes
-    assert all(row[-1] in ("einsum", "conv") for row in rows)
+    assert len(rows) == 2 * 2 * 2  # batches x map sides x scopes
+    assert all(row[6] in ("einsum", "conv") and float(row[7]) >= 1.0 for row in rows)
     rules = [cells(line) for line in out.splitlines() if re.match(r"\| \d+ \| \d", line)]
-    assert [int(r[0]) for r in rules] == [1, 2, 4, 8, 16, 32, 64]
+    assert [int(r[0]) for r in rules] == [1, 2, 4, 8, 16, 32, 64, 96, 128] * 2
     assert all(float(r[1]) >= float(r[2]) >= 1.0 for r in rules)
+    assert re.search(r"- tensorflow, batch 2: worst \d\.\d\d over 4 cells: (met|NOT met)", out)
+    tables = json.loads(output.read_text())["tables"]
+    assert sorted(tables) == ["sweep_summary", "sweep_tensorflow_b2", "sweep_tensorflow_b4"]
+    summary = tables["sweep_summary"]["rows"]
+    assert [(r[0], r[1], r[2], r[3]) for r in summary] == [
+        ("tensorflow", 2, "4", 4),
+        ("tensorflow", 4, "4", 4),
+    ]
+    for row in tables["sweep_tensorflow_b2"]["rows"]:
+        einsum, conv, auto, loss = row[4:]
+        assert loss == pytest.approx({"einsum": einsum, "conv": conv}[auto] / min(einsum, conv))

@@ -20,13 +20,19 @@ def test_auto_implementation_rule(monkeypatch):
     masked = LambdaLayer(16, scope_size=7, context_mask=np.ones((1024, 1024), bool))
     assert masked.resolve_implementation((32, 32)) == "einsum"
     assert LambdaLayer(16, implementation="depthwise").resolve_implementation((7, 7)) == "depthwise"
-    for slow_convolutions in ("jax", "tensorflow_without_onednn"):
-        monkeypatch.setattr(_devices, "cpu_kind", lambda kind=slow_convolutions: kind)
-        assert seven.resolve_implementation((39, 39)) == "einsum"  # 1521 <= 32 * 49
-        assert seven.resolve_implementation((40, 40)) == "conv"  # 1600 > 32 * 49
+    monkeypatch.setattr(_devices, "cpu_kind", lambda: "tensorflow_without_onednn")
+    assert seven.resolve_implementation((39, 39)) == "einsum"  # 1521 <= 32 * 49
+    assert seven.resolve_implementation((40, 40)) == "conv"  # 1600 > 32 * 49
+    monkeypatch.setattr(_devices, "cpu_kind", lambda: "jax")  # XLA's slow CPU 3-D convolutions
+    three = LambdaLayer(16, scope_size=3)
+    assert three.resolve_implementation((29, 29)) == "einsum"  # 841 <= 96 * 9
+    assert three.resolve_implementation((30, 30)) == "conv"  # 900 > 96 * 9
+    assert seven.resolve_implementation((68, 68)) == "einsum"  # 4624 <= 96 * 49
     monkeypatch.setattr(_devices, "cpu_kind", lambda: "torch")
-    assert seven.resolve_implementation((14, 14)) == "einsum"  # 196 <= 4 * 49
-    assert seven.resolve_implementation((15, 15)) == "conv"  # 225 > 4 * 49
+    assert seven.resolve_implementation((9, 9)) == "einsum"  # 81 <= 2 * 49
+    assert seven.resolve_implementation((10, 10)) == "conv"  # 100 > 2 * 49
+    assert seven.resolve_implementation((14, 14)) == "conv"  # the paper's c4 at 224 px
+    assert LambdaLayer(16, scope_size=23).resolve_implementation((14, 14)) == "einsum"
     monkeypatch.setattr(_devices, "has_accelerator", lambda: True)
     assert seven.resolve_implementation((28, 28)) == "einsum"  # 784 <= 852, the paper's rule
     assert seven.resolve_implementation((30, 30)) == "conv"
