@@ -154,6 +154,22 @@ def fastest_implementation(table: Table) -> str:
     return f"The fastest implementation, shapes won of {len(shapes)}: " + "; ".join(parts) + "."
 
 
+def auto_over_sweep(table: Table) -> str:
+    """``auto``'s worst cell per backend and batch, against the 1.1x target."""
+    backend, batch, ratio, cells, worst = range(5)
+    parts = [
+        f"{r[backend]} (ratio {r[ratio]}) {r[worst]:.2f}x at batch {r[batch]}" for r in table.rows
+    ]
+    over = [r for r in table.rows if r[worst] > 1.1]
+    verdict = (
+        "every cell within 1.1x of the faster implementation"
+        if not over
+        else "over 1.1x: " + ", ".join(f"{r[backend]} at batch {r[batch]}" for r in over)
+    )
+    total = sum(r[cells] for r in table.rows)
+    return f"`auto`'s worst cell over {total} cells: " + "; ".join(parts) + f"; {verdict}."
+
+
 def memory_rows(table: Table) -> str:
     """The lambda layer's memory against MultiHeadAttention's at the same batch."""
     layer, batch, peak, note = range(4)
@@ -249,6 +265,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layers/versus_timm": against("timm", "time"),
     "layers/layers": fastest_implementation,
     "layers/memory": memory_rows,
+    "layers_sweep/sweep_summary": auto_over_sweep,
+    "layers_sweep_jax_large/sweep_summary": auto_over_sweep,
     "layers_onednn/layers": ratio_by_label(
         2, "tensorflow_onednn_off", "tensorflow_onednn_on", "time"
     ),

@@ -144,3 +144,19 @@ def test_the_compiled_sentence_names_the_flags_that_changed_nothing():
     assert "jax ynn: the same programs" in said and "jax use_onednn: other counts" in said
     table.add("jax broken: --z", None, None, None)
     assert summaries.compiled_markers(table).endswith("jax broken: nothing compiled (note below).")
+
+
+def test_auto_over_the_sweep_names_each_backends_worst_cell_and_the_target():
+    summary = make(
+        ["backend", "batch", "ratio", "cells", "worst", "mean", "best ratio (worst)"],
+        [("torch", 8, "2", 30, 1.05, 1.01, "2 (1.05)"), ("jax", 32, "96", 30, 1.0, 1.0, "96")],
+        labels=2,
+        plot="none",
+    )
+    said = summaries.auto_over_sweep(summary)
+    assert said == (
+        "`auto`'s worst cell over 60 cells: torch (ratio 2) 1.05x at batch 8; jax (ratio 96) "
+        "1.00x at batch 32; every cell within 1.1x of the faster implementation."
+    )
+    summary.rows[0][4] = 1.2
+    assert summaries.auto_over_sweep(summary).endswith("; over 1.1x: torch at batch 8.")
