@@ -64,7 +64,7 @@ SCOPES = [23, 7, None]
 IMPLEMENTATIONS = ("einsum", "conv", "depthwise")
 SWEEP_SIDES = (7, 10, 14, 20, 28)
 SWEEP_SCOPES = (3, 5, 7, 11, 15, 23)
-SWEEP_RATIOS = (1, 2, 4, 8, 16, 32, 64, 96, 128)
+SWEEP_RATIOS = (1, 1.5, 2, 4, 8, 16, 32, 64, 96, 128)
 AUTO_TARGET = 1.1
 # Keras backend and environment of each column: "tensorflow" as lambda_keras sets it up (oneDNN on
 # unless TF_ENABLE_ONEDNN_OPTS is set), the two variants with oneDNN set explicitly.
@@ -118,10 +118,7 @@ def keras_run(cell: dict, batch: int):
 
     from lambda_keras.backend import devices as _devices
     from lambda_keras.layers import LambdaLayer
-    from lambda_keras.layers.implementation_choice import (
-        CPU_EINSUM_MAX_POSITIONS_PER_WINDOW,
-        choose_implementation,
-    )
+    from lambda_keras.layers.implementation_choice import choose_implementation, cpu_ratio
 
     side, channels, scope = cell["side"], cell["channels"], cell["scope"]
     keras.utils.set_random_seed(0)
@@ -134,14 +131,12 @@ def keras_run(cell: dict, batch: int):
     )
     prepare()
     auto = choose_implementation(
-        "auto", (side, side), scope_size=scope, intra_depth=1, masked=False
+        "auto", (side, side), scope_size=scope, intra_depth=1, masked=False, batch=batch
     )
     fields = {
-        "resolved": layer.resolve_implementation((side, side)),
+        "resolved": layer.resolve_implementation((side, side), batch),
         "auto": auto,
-        "ratio": None
-        if _devices.has_accelerator()
-        else CPU_EINSUM_MAX_POSITIONS_PER_WINDOW.get(_devices.cpu_kind()),
+        "ratio": None if _devices.has_accelerator() else cpu_ratio(batch),
         "cpu": _devices.cpu_kind(),
     }
     return run, fields

@@ -305,15 +305,19 @@ class LambdaLayer(keras.layers.Layer):
         return norm
 
     # ------------------------------------------------------------------ call
-    def resolve_implementation(self, spatial_shape: Sequence[int | None]) -> str:
-        """The implementation used for inputs of the given spatial shape (``"auto"``: see
-        ``choose_implementation``)."""
+    def resolve_implementation(
+        self, spatial_shape: Sequence[int | None], batch: int | None = None
+    ) -> str:
+        """The implementation used for inputs of the given spatial shape and batch (None:
+        unknown; ``"auto"``: see
+        [`choose_implementation`][lambda_keras.layers.implementation_choice.choose_implementation])."""
         return choose_implementation(
             self.implementation,
             spatial_shape,
             scope_size=self.scope_size,
             intra_depth=self.intra_depth,
             masked=self.context_mask is not None,
+            batch=batch,
         )
 
     @property
@@ -379,7 +383,7 @@ class LambdaLayer(keras.layers.Layer):
         content = self._content_lambdas(keys, values, mask) if self.content else None
         impl = None
         if self.position:
-            impl = self.resolve_implementation(static[1:-1])
+            impl = self.resolve_implementation(static[1:-1], static[0])
         if impl == "einsum":
             y = self._einsum_outputs(q, values, content, spatial, mask)
         else:
