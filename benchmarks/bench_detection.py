@@ -18,8 +18,11 @@ model of ``--models`` at each of ``--sizes`` (batch ``--batch``, synthetic image
 per image, 80 classes) on each backend. ``maskrcnn_resnet50_fpn`` is the fair comparison: the
 converted model (torchvision's architecture, torchvision's random weights of
 ``torch.manual_seed(0)`` through the converter) on each backend and, in the torchvision column,
-torchvision's own in train mode on the same batch; the other models are ``MaskRCNN`` on the
-project's backbones (``lambda_resnet50``, ``resnet_rs50``, ...). Seconds per step.
+torchvision's own in train mode on the same batch, both set up as for fine-tuning from
+pretrained weights (frozen batch norm, stem and first stage frozen: ``trainable_backbone_layers``
+3, the converter's default and what torchvision builds when given weights); the other models are
+``MaskRCNN`` on the project's backbones (``lambda_resnet50``, ``resnet_rs50``, ...). Seconds per
+step.
 
     python benchmarks/bench_detection.py --backends=tensorflow,jax,torch \\
         --output=benchmarks/results/detection.json
@@ -170,12 +173,8 @@ def _convert(model, workdir: str, name: str = "converted") -> None:
 
 def _torchvision_step(size: int, args) -> float:
     import torch
-    import torchvision
 
-    torch.manual_seed(0)
-    model = torchvision.models.detection.maskrcnn_resnet50_fpn(
-        weights=None, weights_backbone=None, num_classes=81, min_size=size, max_size=size
-    )
+    model = _torchvision_fine_tuning_model(size)
     _convert(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
     model.train()
     images, targets = synthetic(args.batch, size)
@@ -202,6 +201,24 @@ def _torchvision_step(size: int, args) -> float:
         optimizer.step()
 
     return median_seconds(train_step, args.repeats, warmups=1)
+
+
+def _torchvision_fine_tuning_model(size: int):
+    """torchvision's ``maskrcnn_resnet50_fpn`` as it trains from pretrained weights, with
+    ``torch.manual_seed(0)``'s random ones: frozen batch norm and the stem and first stage
+    frozen (``trainable_backbone_layers=3``), what ``maskrcnn_resnet50_fpn(weights=...)`` builds
+    and what the converted model does. (Without weights torchvision trains every stage and
+    batch norm's statistics: another, costlier step.)"""
+    import torch
+    import torchvision
+    from torchvision.models.detection.backbone_utils import _resnet_fpn_extractor
+    from torchvision.ops.misc import FrozenBatchNorm2d
+
+    torch.manual_seed(0)
+    resnet = torchvision.models.resnet50(weights=None, norm_layer=FrozenBatchNorm2d)
+    return torchvision.models.detection.MaskRCNN(
+        _resnet_fpn_extractor(resnet, 3), num_classes=81, min_size=size, max_size=size
+    )
 
 
 def child(args) -> None:
