@@ -464,6 +464,7 @@ class MaskRCNN(keras.Model):
             batch_size_per_image=self.rois_per_image,
             seed=self.sampling_seed,
         )
+        sampled = _trimmed(sampled)
         logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7, view))
         losses.update(_box_head_losses(logits, box_deltas, sampled))
         losses["mask"] = self._mask_loss(features, view, sampled, y, gt_boxes)
@@ -473,7 +474,7 @@ class MaskRCNN(keras.Model):
         return losses
 
     def _mask_loss(self, features, view, sampled, y, gt_boxes):
-        f = sampled.num_foreground
+        f = _mask_roi_count(sampled)
         rois, classes = sampled.rois[:, :f], sampled.classes[:, :f]
         foreground = K.cast(classes > 0, "float32")
         logits = self.mask_head(self._roi_features(features, rois, 14, view))
@@ -662,6 +663,66 @@ def _pick_class(mask_logits, classes):
     """``[b, R, m, m, C]`` and ``[b, R]`` class indices -> ``[b, R, m, m]``."""
     one_hot = K.one_hot(classes, mask_logits.shape[-1], dtype=mask_logits.dtype)
     return K.sum(mask_logits * one_hot[:, :, None, None, :], -1)
+
+
+def _varying_shapes(tensor) -> bool:
+    """Whether shapes may depend on ``tensor``'s values here: eager PyTorch. Not under JAX's
+    ``jit``, in TensorFlow graphs (which XLA and TPUs compile), under ``torch.compile`` or in a
+    symbolic pass."""
+    if keras.backend.backend() != "torch":
+        return False
+    import torch
+
+    return (
+        isinstance(tensor, torch.Tensor)
+        and tensor.device.type != "meta"
+        and not torch.compiler.is_compiling()
+    )
+
+
+def _most_per_image(flags) -> int:
+    """The largest count of set ``flags`` ``[b, R]`` of one image (at least one)."""
+    return max(1, int(K.max(K.sum(K.cast(flags, "int32"), axis=1))))
+
+
+def _trimmed(sampled: targets.RoiTargets) -> targets.RoiTargets:
+    """``sampled`` cut, on eager PyTorch, to the slots the image with the most sampled RoIs
+    takes; unchanged where shapes must be static (``_varying_shapes``).
+
+    The taken slots come first in every image and the others weigh nothing in the box and mask
+    losses, so the losses and their gradients are the same, while the box head runs on the RoIs
+    torchvision's would: its sampler takes up to 512 RoIs from the valid proposals only, far
+    fewer than 512 when NMS leaves few (a model early in training).
+    """
+    if not _varying_shapes(sampled.valid):
+        return sampled
+    count = _most_per_image(sampled.valid)
+    return dataclasses.replace(
+        sampled,
+        rois=sampled.rois[:, :count],
+        valid=sampled.valid[:, :count],
+        classes=sampled.classes[:, :count],
+        deltas=sampled.deltas[:, :count],
+        matched=sampled.matched[:, :count],
+        num_foreground=min(sampled.num_foreground, count),
+    )
+
+
+def _mask_roi_count(sampled: targets.RoiTargets) -> int:
+    """How many of the first ``num_foreground`` RoI slots the mask head trains on: all of them
+    where shapes must be static (``_varying_shapes``); on eager PyTorch only as many as the
+    image with the most foreground RoIs has (at least one).
+
+    The foreground fills the first slots of each image (``sample_rois``) and the other slots
+    weigh nothing in the mask loss, so the loss and its gradient are the same while the mask
+    head, four 3x3 convolutions on 14x14 maps per RoI, runs on the RoIs torchvision's would
+    (its mask head takes the positive RoIs only).
+    """
+    count = sampled.num_foreground
+    foreground = sampled.classes[:, :count]
+    if not _varying_shapes(foreground):
+        return count
+    return _most_per_image(foreground > 0)
 
 
 def _rpn_losses(objectness, deltas, anchors, gt_boxes, gt_classes, seed):

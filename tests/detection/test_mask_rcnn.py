@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from lambda_keras import zoo
-from lambda_keras.detection import MaskRCNN
+from lambda_keras.detection import MaskRCNN, mask_rcnn, targets
 from tests.detection.tiny import synthetic_batch, tiny_backbone, tiny_detector
 
 
@@ -152,3 +152,66 @@ def test_predict_on_a_smaller_last_batch():
     images = np.zeros((2, 64, 64, 3), "float32")
     _check_detections(model.predict_on_batch(images), 2, 64)
     _check_detections(model.predict_on_batch(images[:1]), 1, 64)
+
+
+def _sampled(valid: np.ndarray, classes: np.ndarray, num_foreground: int) -> targets.RoiTargets:
+    batch, count = classes.shape
+    return targets.RoiTargets(
+        rois=keras.ops.zeros((batch, count, 4)),
+        valid=keras.ops.convert_to_tensor(valid),
+        classes=keras.ops.convert_to_tensor(classes, "int32"),
+        deltas=keras.ops.zeros((batch, count, 4)),
+        matched=keras.ops.zeros((batch, count), "int32"),
+        num_foreground=num_foreground,
+    )
+
+
+def test_the_heads_train_on_the_taken_and_foreground_slots_only_on_pytorch():
+    # Taken slots first (3 and 1), foreground first among them (2 and 1) in F = 4 slots.
+    valid = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], bool)
+    classes = np.array([[3, 1, 0, 0, 0, 0], [2, 0, 0, 0, 0, 0]], "int32")
+    sampled = _sampled(valid, classes, 4)
+    trimmed = mask_rcnn._trimmed(sampled)
+    if keras.backend.backend() != "torch":  # JAX's jit, TensorFlow graphs: static shapes
+        assert trimmed is sampled and mask_rcnn._mask_roi_count(sampled) == 4
+        return
+    assert trimmed.num_foreground == 3
+    for name in ("rois", "valid", "classes", "deltas", "matched"):
+        assert tuple(getattr(trimmed, name).shape[:2]) == (2, 3), name
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(trimmed.classes), classes[:, :3])
+    assert mask_rcnn._mask_roi_count(trimmed) == 2
+    nothing = _sampled(np.zeros_like(valid), np.zeros_like(classes), 4)
+    assert tuple(mask_rcnn._trimmed(nothing).rois.shape[:2]) == (2, 1)  # never empty
+    assert mask_rcnn._mask_roi_count(nothing) == 1
+
+
+def test_the_losses_are_the_same_on_the_taken_slots_alone(monkeypatch):
+    monkeypatch.setattr(targets, "_random_keys", _scrambled_keys)
+    model = tiny_detector(rois_per_image=64)  # more than the proposals NMS keeps
+    images, y = synthetic_batch()
+    slots = []
+    trim = mask_rcnn._trimmed
+    monkeypatch.setattr(
+        mask_rcnn, "_trimmed", lambda s: slots.append(trim(s).rois.shape[1]) or trim(s)
+    )
+    trimmed = model.compute_losses(images, y)
+    eager = keras.backend.backend() == "torch"
+    assert slots[0] < model.rois_per_image if eager else slots == [model.rois_per_image]
+    monkeypatch.setattr(mask_rcnn, "_varying_shapes", lambda tensor: False)
+    full = model.compute_losses(images, y)
+    assert float(keras.ops.convert_to_numpy(full["mask"])) > 0
+    for name in full:
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(trimmed[name]),
+            keras.ops.convert_to_numpy(full[name]),
+            rtol=1e-6,
+            err_msg=name,
+        )
+
+
+def _scrambled_keys(mask, seed):
+    """Sampling keys that do not depend on the random generator (the two calls sample alike)."""
+    del seed
+    positions = keras.ops.arange(mask.shape[-1], dtype="float32")
+    keys = keras.ops.broadcast_to((positions * 0.6180339887) % 1.0, keras.ops.shape(mask))
+    return keras.ops.where(mask, keys, -1.0)
