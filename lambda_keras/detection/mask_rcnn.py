@@ -418,7 +418,7 @@ class MaskRCNN(keras.Model):
         self.dropped_targets.update_state(dropped)
         if not (isinstance(y_pred, dict) and "objectness" in y_pred):
             y_pred = self._first_stage(x, self._view(x, None), training=False)
-        losses = self._all_losses(x, y, y_pred)
+        losses = self._all_losses(x, y, y_pred, self._step_without_xla())
         for name, value in losses.items():
             self.loss_trackers[name].update_state(value)
         total = sum(losses.values())
@@ -439,7 +439,22 @@ class MaskRCNN(keras.Model):
         target_checks.check_target_shapes(y)
         return target_checks.usable(y, self.num_classes)
 
-    def _all_losses(self, images, y, first: dict) -> dict[str, Tensor]:
+    def _step_without_xla(self) -> bool:
+        """Whether Keras' TensorFlow step of this model is a graph no XLA compiles (not
+        ``jit_compile``, not on TPUs): there the heads may train on the RoIs that count alone
+        (``_trimmed``). ``compute_losses`` keeps static shapes on TensorFlow: a caller's own
+        ``tf.function`` may be XLA's."""
+        if keras.backend.backend() != "tensorflow" or self.jit_compile:
+            return False
+        import tensorflow as tf
+
+        return not isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
+
+    def _all_losses(
+        self, images, y, first: dict, tensorflow_graph: bool = False
+    ) -> dict[str, Tensor]:
+        """The five losses; ``tensorflow_graph``: a TensorFlow graph without XLA
+        (``_step_without_xla``), whose shapes may vary."""
         gt_boxes = K.cast(y["boxes"], "float32")
         gt_classes = K.cast(y["classes"], "int32")
         view = self._view(images, None)
@@ -464,17 +479,17 @@ class MaskRCNN(keras.Model):
             batch_size_per_image=self.rois_per_image,
             seed=self.sampling_seed,
         )
-        sampled = _trimmed(sampled)
+        sampled = _trimmed(sampled, tensorflow_graph)
         logits, box_deltas = self.box_head(self._roi_features(features, sampled.rois, 7, view))
         losses.update(_box_head_losses(logits, box_deltas, sampled))
-        losses["mask"] = self._mask_loss(features, view, sampled, y, gt_boxes)
+        losses["mask"] = self._mask_loss(features, view, sampled, y, gt_boxes, tensorflow_graph)
         # Every sub-layer is built now: after `fit` alone, `summary`, `count_params` and `save`
         # work as after a call.
         self.built = True
         return losses
 
-    def _mask_loss(self, features, view, sampled, y, gt_boxes):
-        f = _mask_roi_count(sampled)
+    def _mask_loss(self, features, view, sampled, y, gt_boxes, tensorflow_graph: bool = False):
+        f = _mask_roi_count(sampled, tensorflow_graph)
         rois, classes = sampled.rois[:, :f], sampled.classes[:, :f]
         foreground = K.cast(classes > 0, "float32")
         logits = self.mask_head(self._roi_features(features, rois, 14, view))
@@ -665,11 +680,15 @@ def _pick_class(mask_logits, classes):
     return K.sum(mask_logits * one_hot[:, :, None, None, :], -1)
 
 
-def _varying_shapes(tensor) -> bool:
-    """Whether shapes may depend on ``tensor``'s values here: eager PyTorch. Not under JAX's
-    ``jit``, in TensorFlow graphs (which XLA and TPUs compile), under ``torch.compile`` or in a
-    symbolic pass."""
-    if keras.backend.backend() != "torch":
+def _varying_shapes(tensor, tensorflow_graph: bool = False) -> bool:
+    """Whether shapes may depend on ``tensor``'s values here: on eager PyTorch (not under
+    ``torch.compile``, not in a symbolic pass), and in a TensorFlow graph that no XLA compiles
+    (``tensorflow_graph``: Keras' step of a model not jit-compiled, off TPUs). Never under JAX's
+    ``jit``."""
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return tensorflow_graph
+    if backend != "torch":
         return False
     import torch
 
@@ -680,23 +699,26 @@ def _varying_shapes(tensor) -> bool:
     )
 
 
-def _most_per_image(flags) -> int:
-    """The largest count of set ``flags`` ``[b, R]`` of one image (at least one)."""
-    return max(1, int(K.max(K.sum(K.cast(flags, "int32"), axis=1))))
+def _most_per_image(flags):
+    """The largest count of set ``flags`` ``[b, R]`` of one image, at least one: an int on
+    PyTorch, a scalar tensor in a TensorFlow graph."""
+    count = K.maximum(K.max(K.sum(K.cast(flags, "int32"), axis=1)), 1)
+    return int(count) if keras.backend.backend() == "torch" else count
 
 
-def _trimmed(sampled: targets.RoiTargets) -> targets.RoiTargets:
-    """``sampled`` cut, on eager PyTorch, to the slots the image with the most sampled RoIs
-    takes; unchanged where shapes must be static (``_varying_shapes``).
+def _trimmed(sampled: targets.RoiTargets, tensorflow_graph: bool = False) -> targets.RoiTargets:
+    """``sampled`` cut to the slots the image with the most sampled RoIs takes, where shapes
+    may vary (``_varying_shapes``); unchanged where they must be static.
 
     The taken slots come first in every image and the others weigh nothing in the box and mask
     losses, so the losses and their gradients are the same, while the box head runs on the RoIs
     torchvision's would: its sampler takes up to 512 RoIs from the valid proposals only, far
     fewer than 512 when NMS leaves few (a model early in training).
     """
-    if not _varying_shapes(sampled.valid):
+    if not _varying_shapes(sampled.valid, tensorflow_graph):
         return sampled
     count = _most_per_image(sampled.valid)
+    static = isinstance(count, int)
     return dataclasses.replace(
         sampled,
         rois=sampled.rois[:, :count],
@@ -704,14 +726,14 @@ def _trimmed(sampled: targets.RoiTargets) -> targets.RoiTargets:
         classes=sampled.classes[:, :count],
         deltas=sampled.deltas[:, :count],
         matched=sampled.matched[:, :count],
-        num_foreground=min(sampled.num_foreground, count),
+        num_foreground=min(sampled.num_foreground, count) if static else sampled.num_foreground,
     )
 
 
-def _mask_roi_count(sampled: targets.RoiTargets) -> int:
+def _mask_roi_count(sampled: targets.RoiTargets, tensorflow_graph: bool = False):
     """How many of the first ``num_foreground`` RoI slots the mask head trains on: all of them
-    where shapes must be static (``_varying_shapes``); on eager PyTorch only as many as the
-    image with the most foreground RoIs has (at least one).
+    where shapes must be static (``_varying_shapes``); elsewhere only as many as the image with
+    the most foreground RoIs has (at least one).
 
     The foreground fills the first slots of each image (``sample_rois``) and the other slots
     weigh nothing in the mask loss, so the loss and its gradient are the same while the mask
@@ -720,7 +742,7 @@ def _mask_roi_count(sampled: targets.RoiTargets) -> int:
     """
     count = sampled.num_foreground
     foreground = sampled.classes[:, :count]
-    if not _varying_shapes(foreground):
+    if not _varying_shapes(foreground, tensorflow_graph):
         return count
     return _most_per_image(foreground > 0)
 

@@ -166,13 +166,13 @@ def _sampled(valid: np.ndarray, classes: np.ndarray, num_foreground: int) -> tar
     )
 
 
-def test_the_heads_train_on_the_taken_and_foreground_slots_only_on_pytorch():
+def test_eager_pytorch_cuts_the_slots_to_the_taken_and_the_foreground():
     # Taken slots first (3 and 1), foreground first among them (2 and 1) in F = 4 slots.
     valid = np.array([[1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]], bool)
     classes = np.array([[3, 1, 0, 0, 0, 0], [2, 0, 0, 0, 0, 0]], "int32")
     sampled = _sampled(valid, classes, 4)
     trimmed = mask_rcnn._trimmed(sampled)
-    if keras.backend.backend() != "torch":  # JAX's jit, TensorFlow graphs: static shapes
+    if keras.backend.backend() != "torch":  # JAX; TensorFlow cuts in its own graphs (below)
         assert trimmed is sampled and mask_rcnn._mask_roi_count(sampled) == 4
         return
     assert trimmed.num_foreground == 3
@@ -185,28 +185,50 @@ def test_the_heads_train_on_the_taken_and_foreground_slots_only_on_pytorch():
     assert mask_rcnn._mask_roi_count(nothing) == 1
 
 
-def test_the_losses_are_the_same_on_the_taken_slots_alone(monkeypatch):
+@pytest.mark.skipif(keras.backend.backend() == "jax", reason="jit: static shapes only")
+def test_the_step_losses_are_the_same_on_the_taken_slots_alone(monkeypatch):
     monkeypatch.setattr(targets, "_random_keys", _scrambled_keys)
     model = tiny_detector(rois_per_image=64)  # more than the proposals NMS keeps
+    model.compile(optimizer=keras.optimizers.SGD(0.01))
     images, y = synthetic_batch()
-    slots = []
+    cuts = []
     trim = mask_rcnn._trimmed
-    monkeypatch.setattr(
-        mask_rcnn, "_trimmed", lambda s: slots.append(trim(s).rois.shape[1]) or trim(s)
-    )
-    trimmed = model.compute_losses(images, y)
-    eager = keras.backend.backend() == "torch"
-    assert slots[0] < model.rois_per_image if eager else slots == [model.rois_per_image]
-    monkeypatch.setattr(mask_rcnn, "_varying_shapes", lambda tensor: False)
-    full = model.compute_losses(images, y)
-    assert float(keras.ops.convert_to_numpy(full["mask"])) > 0
+
+    def spy(sampled, tensorflow_graph=False):
+        cuts.append((trim(sampled, tensorflow_graph).rois.shape[1], tensorflow_graph))
+        return trim(sampled, tensorflow_graph)
+
+    monkeypatch.setattr(mask_rcnn, "_trimmed", spy)
+    trimmed = model.test_on_batch(images, y, return_dict=True)
+    if keras.backend.backend() == "torch":
+        assert cuts[-1][0] < 64  # cut to the taken slots
+    else:
+        assert cuts[-1] == (None, True)  # a TensorFlow graph without XLA: cut at run time
+    monkeypatch.setattr(mask_rcnn, "_varying_shapes", lambda tensor, tensorflow_graph=False: False)
+    model.make_test_function(force=True)
+    full = model.test_on_batch(images, y, return_dict=True)
+    assert cuts[-1][0] == 64 and full["mask_loss"] > 0
+    assert trimmed.keys() == full.keys()
     for name in full:
-        np.testing.assert_allclose(
-            keras.ops.convert_to_numpy(trimmed[name]),
-            keras.ops.convert_to_numpy(full[name]),
-            rtol=1e-6,
-            err_msg=name,
-        )
+        np.testing.assert_allclose(trimmed[name], full[name], rtol=1e-5, err_msg=name)
+
+
+def test_xla_and_compute_losses_keep_static_shapes(monkeypatch):
+    model = tiny_detector()
+    model.compile(optimizer=keras.optimizers.SGD(0.01), jit_compile=True)
+    assert not model._step_without_xla()
+    model.compile(optimizer=keras.optimizers.SGD(0.01), jit_compile=False)
+    assert model._step_without_xla() == (keras.backend.backend() == "tensorflow")
+    graphs = []
+    trim = mask_rcnn._trimmed
+
+    def spy(sampled, tensorflow_graph=False):
+        graphs.append(tensorflow_graph)
+        return trim(sampled, tensorflow_graph)
+
+    monkeypatch.setattr(mask_rcnn, "_trimmed", spy)
+    model.compute_losses(*synthetic_batch())
+    assert graphs == [False]  # a caller's own function may be XLA's
 
 
 def _scrambled_keys(mask, seed):
