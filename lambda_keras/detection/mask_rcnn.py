@@ -342,6 +342,9 @@ class MaskRCNN(keras.Model):
         _, (rois, rois_valid) = self._proposals(
             first["objectness"], first["rpn_deltas"], view, training=False
         )
+        if _varying_shapes(rois_valid):  # eager PyTorch: the box head on the kept proposals
+            count = _most_per_image(rois_valid)
+            rois, rois_valid = rois[:, :count], rois_valid[:, :count]
         logits, deltas = self.box_head(self._roi_features(features, rois, 7, view))
         detections = select_detections(
             logits,
@@ -354,11 +357,22 @@ class MaskRCNN(keras.Model):
             candidates=self.detection_candidates,
             min_size=self.detection_min_size,
         )
-        boxes = detections["boxes"]
-        mask_logits = self.mask_head(self._roi_features(features, boxes, 14, view))
-        masks = _pick_class(mask_logits, K.maximum(detections["classes"], 0))
-        detections["masks"] = K.sigmoid(K.cast(masks, "float32"))
+        detections["masks"] = self._detection_masks(features, view, detections)
         return detections
+
+    def _detection_masks(self, features, view: _View, detections: dict) -> Tensor:
+        """``[b, D, 28, 28]`` mask probabilities of the detections, zeros for the padding. On
+        eager PyTorch the mask head runs on the detections the image with the most has (they come
+        first), as torchvision's does."""
+        boxes, classes, valid = detections["boxes"], detections["classes"], detections["valid"]
+        slots = int(boxes.shape[1])
+        count = _most_per_image(valid) if _varying_shapes(valid) else slots
+        mask_logits = self.mask_head(self._roi_features(features, boxes[:, :count], 14, view))
+        masks = _pick_class(mask_logits, K.maximum(classes[:, :count], 0))
+        masks = K.sigmoid(K.cast(masks, "float32"))
+        if count < slots:
+            masks = K.pad(masks, [[0, 0], [0, slots - count], [0, 0], [0, 0]])
+        return K.where(valid[:, :, None, None], masks, 0.0)
 
     def _first_stage(self, images, view: _View, training) -> dict:
         features = self._features(images, view, training)

@@ -237,3 +237,25 @@ def _scrambled_keys(mask, seed):
     positions = keras.ops.arange(mask.shape[-1], dtype="float32")
     keys = keras.ops.broadcast_to((positions * 0.6180339887) % 1.0, keras.ops.shape(mask))
     return keras.ops.where(mask, keys, -1.0)
+
+
+def test_detections_are_the_same_on_the_kept_proposals_alone(monkeypatch):
+    keras.utils.set_random_seed(0)
+    model = tiny_detector(score_threshold=0.25, max_detections=60)  # about 30 of 60 detected
+    images, _ = synthetic_batch()
+    model(images)  # built
+    heads = []
+    box_head, mask_head = model.box_head.call, model.mask_head.call
+    monkeypatch.setattr(model.box_head, "call", lambda x: heads.append(x.shape[1]) or box_head(x))
+    monkeypatch.setattr(model.mask_head, "call", lambda x: heads.append(x.shape[1]) or mask_head(x))
+    cut = {k: keras.ops.convert_to_numpy(v) for k, v in model(images).items()}
+    monkeypatch.setattr(mask_rcnn, "_varying_shapes", lambda tensor, tensorflow_graph=False: False)
+    full = {k: keras.ops.convert_to_numpy(v) for k, v in model(images).items()}
+    detected = int(full["valid"].sum(1).max())
+    assert 0 < detected < model.max_detections
+    assert heads[2:] == [model.rpn_top_k[3], model.max_detections]  # the static path
+    if keras.backend.backend() == "torch":  # eager: the heads on what NMS and the rule kept
+        assert heads[0] <= model.rpn_top_k[3] and heads[1] == detected
+    for name in full:
+        np.testing.assert_allclose(cut[name], full[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    assert not full["masks"][~full["valid"]].any()  # padding: zero masks on every backend
