@@ -628,20 +628,17 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="BATCHES",
         help="--sweep: the batches swept, e.g. 8,32 (default --batch)",
     )
-    parser.add_argument(
-        "--sweep-sides",
-        type=sizes(1),
-        default=list(SWEEP_SIDES),
-        metavar="SIDES",
-        help=f"--sweep: the map sides (default {','.join(map(str, SWEEP_SIDES))})",
-    )
-    parser.add_argument(
-        "--sweep-scopes",
-        type=sizes(1),
-        default=list(SWEEP_SCOPES),
-        metavar="SCOPES",
-        help=f"--sweep: the odd scope sizes (default {','.join(map(str, SWEEP_SCOPES))})",
-    )
+    for name, values, what in (
+        ("sides", SWEEP_SIDES, "map sides"),
+        ("scopes", SWEEP_SCOPES, "odd scopes"),
+    ):
+        parser.add_argument(
+            f"--sweep-{name}",
+            type=sizes(1),
+            default=list(values),
+            metavar=name.upper(),
+            help=f"--sweep: the {what} (default {','.join(map(str, values))})",
+        )
     parser.add_argument(
         "--implementations",
         type=names(IMPLEMENTATIONS),

@@ -2,7 +2,11 @@
 
 ``fit`` trains it on ``(images, targets)`` batches, ``predict``/``call`` detects. Every shape is
 static once the image size is (ground truth padded to a fixed number of instances, fixed-size
-proposal, RoI and detection sets, padded NMS), so the training step compiles with XLA.
+proposal, RoI and detection sets, padded NMS), so the training step compiles with XLA. Where
+shapes may vary, the heads skip the padding of those sets, as torchvision's do, with the same
+losses and detections: on PyTorch (eager) in training and inference, and in Keras' TensorFlow
+training step when no XLA compiles it (the box head on the sampled RoIs that are real, the mask
+head on the foreground RoIs or the detections).
 
 * Images: ``[batch, height, width, 3]`` RGB in ``[0, 255]`` (normalised inside with the
   ImageNet mean and standard deviation), height and width multiples of 64 and known when the
