@@ -101,7 +101,7 @@ def test_the_sweep_scores_auto_and_each_ratio_rule(tmp_path):
     rows = [cells(line) for line in out.splitlines() if re.match(r"\| \d+x\d+ \|", line)]
     assert len(rows) == 2 * 2 * 2  # batches x map sides x scopes
     assert all(row[6] in ("einsum", "conv") and float(row[7]) >= 1.0 for row in rows)
-    rules = [cells(line) for line in out.splitlines() if re.match(r"\| \d+ \| \d", line)]
+    rules = [cells(line) for line in out.splitlines() if re.match(r"\| [\d.]+ \| \d", line)]
     assert [float(r[0]) for r in rules] == [1, 1.5, 2, 4, 8, 16, 32, 64, 96, 128] * 2
     assert all(float(r[1]) >= float(r[2]) >= 1.0 for r in rules)
     assert re.search(r"- tensorflow, batch 2: worst \d\.\d\d over 4 cells: (met|NOT met)", out)
