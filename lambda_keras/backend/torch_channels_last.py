@@ -84,12 +84,22 @@ def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_
     import torch.nn.functional as F
 
     x = inputs.permute(0, 3, 1, 2)
-    weights = kernel.permute(3, 2, 0, 1)
+    weights = _channels_last_weights(kernel)
     groups = x.shape[1] // weights.shape[1]
     if x.shape[1] % weights.shape[1]:
         return _keras("conv")(*arguments)  # Keras' error names the channels
     y = F.conv2d(x, weights, stride=strides, padding=pads, dilation=dilations, groups=groups)
     return y.permute(0, 2, 3, 1)
+
+
+def _channels_last_weights(kernel):
+    """``[out, in, kh, kw]`` weights in ``channels_last`` memory from Keras' ``[kh, kw, in, out]``
+    kernel: one copy, a 2-D transpose of the kernel seen as ``[kh * kw * in, out]`` (PyTorch
+    copies a 2-D transpose in blocks, several times faster than the 4-D permutation it would copy
+    otherwise, for the weights and, in the backward pass, for their gradient)."""
+    height, width, inputs, outputs = kernel.shape
+    rows = kernel.reshape(-1, outputs).t().contiguous()
+    return rows.reshape(outputs, height, width, inputs).permute(0, 3, 1, 2)
 
 
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
