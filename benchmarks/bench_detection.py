@@ -13,7 +13,8 @@ pasting of the masks into the photo) and, on TensorFlow, the exported SavedModel
 ``serving_default``. Seconds per photo. Without torchvision the Keras models keep their own
 random weights (a note says so): their detections, and so their mask pasting, differ.
 
-**Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum) of each
+**Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum and a zero
+learning rate, so that every timed step starts from the same weights) of each
 model of ``--models`` at each of ``--sizes`` (batch ``--batch``, synthetic images and eight boxes
 per image, 80 classes) on each backend. ``maskrcnn_resnet50_fpn`` is the fair comparison: the
 converted model (torchvision's architecture, torchvision's random weights of
@@ -51,6 +52,11 @@ BACKBONES = [f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101
 CONVERTED = "maskrcnn_resnet50_fpn"  # torchvision's architecture: a row with a torchvision cell
 MODELS = [CONVERTED, *BACKBONES]
 PHOTOS = ("china", "flower")
+# Every timed step starts from the same weights: a step that learned would move random weights
+# far in a few steps, and how many proposals NMS keeps (so how many RoIs the heads of
+# torchvision and of the eager backends take) would drift apart from step to step and backend
+# to backend. The update still runs, with a zero learning rate.
+LEARNING_RATE = 0.0
 
 
 def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
@@ -117,7 +123,7 @@ def _keras_step(name: str, size: int, args) -> float:
 
     model = _keras_model(name, size, args.workdir)
     images, targets = synthetic(args.batch, size)
-    model.compile(optimizer=keras.optimizers.SGD(0.01, momentum=0.9))
+    model.compile(optimizer=keras.optimizers.SGD(LEARNING_RATE, momentum=0.9))
     return median_seconds(lambda: model.train_on_batch(images, targets), args.repeats, warmups=1)
 
 
@@ -179,7 +185,7 @@ def _torchvision_step(size: int, args) -> float:
     model.train()
     images, targets = synthetic(args.batch, size)
     tensors = [torch.from_numpy(im).permute(2, 0, 1) / 255.0 for im in images]
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
     torch_targets = []
     for b in range(args.batch):
         yxyx = targets["boxes"][b]
