@@ -3,6 +3,7 @@ deterministic seeds, float32 policy restored, and how pytest-xdist spreads the t
 worker processes."""
 
 import os
+import tempfile
 
 import pytest
 
@@ -21,6 +22,20 @@ import lambda_keras  # noqa: E402, F401
 
 # isort: split
 import keras  # noqa: E402  after the environment it reads
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_under_basetemp(tmp_path_factory):
+    """What ``tempfile`` makes during the run, in the tests, the library, notebook kernels and
+    every process a test starts (they inherit ``TMPDIR``), goes under pytest's basetemp, which
+    pytest prunes to the last three runs, never into the machine's temporary folder: samples and
+    notebooks that keep a folder for the reader (``tempfile.mkdtemp``) left 100 MB there a run."""
+    folder = tmp_path_factory.mktemp("tempfile")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TMPDIR", str(folder))
+    patch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    patch.undo()
 
 
 @pytest.fixture(autouse=True)
