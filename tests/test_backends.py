@@ -59,7 +59,7 @@ CORE = [
     "tests/detection/test_target_checks.py",
     "tests/detection/ops/test_nms.py",
     "tests/detection/ops/test_roi_align.py::test_adaptive_sampling_matches_torchvision_algorithm",
-    "tests/detection/ops/test_roi_align_torchvision.py",
+    "tests/detection/ops/test_roi_align_sparse.py",
     "tests/backend/test_torch_channels_last.py",
     "tests/detection/test_detect.py",
     "tests/detection/test_fpn.py",

@@ -175,19 +175,73 @@ def test_batch_norm_of_a_training_batch_keeps_the_gradient_through_its_moments()
     np.testing.assert_allclose(grad(our_norm), grad(keras_norm), rtol=1e-5, atol=1e-6)
 
 
+def _out_major_order(kernel) -> bool:
+    import torch
+
+    return kernel.permute(3, 2, 0, 1).is_contiguous(memory_format=torch.channels_last)
+
+
+@on_torch
+def test_conv_kernels_lie_in_pytorch_weight_order_and_reach_the_convolution_as_a_view():
+    layer = keras.layers.Conv2D(6, 3, padding="same")
+    layer.build((None, 9, 14, 4))
+    kernel = layer.kernel.value
+    assert tuple(kernel.shape) == (3, 3, 4, 6) and not kernel.is_contiguous()
+    assert _out_major_order(kernel)
+    weights = channels_last._channels_last_weights(kernel)
+    assert weights.data_ptr() == kernel.data_ptr()  # no copy
+    counts = keras.Variable(np.zeros((3, 3, 4, 6), "int32"), trainable=False)
+    assert counts.value.is_contiguous()  # integers keep Keras' order
+    optimizer = keras.optimizers.SGD(momentum=0.9)
+    optimizer.build([layer.kernel])  # the momentum: the kernel's order, fast elementwise updates
+    assert all(_out_major_order(v.value) for v in optimizer.variables if len(v.shape) == 4)
+
+
+@on_torch
+def test_a_conv_layer_trains_saves_and_loads_in_that_order(tmp_path):
+    """Values, gradients (in the kernel's own order), assignment and weight files: what Keras'
+    order gives."""
+    import torch
+
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(2, 9, 14, 4)).astype("float32")
+    k = rng.normal(size=(3, 3, 4, 6)).astype("float32")
+    model = keras.Sequential([keras.Input((9, 14, 4)), keras.layers.Conv2D(6, 3, use_bias=False)])
+    model.layers[0].kernel.assign(k)
+    kernel = model.layers[0].kernel.value
+    assert _out_major_order(kernel)
+    np.testing.assert_array_equal(keras.ops.convert_to_numpy(kernel), k)
+    out = model(x)
+    (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+    expected, (_, expected_grad) = _grads(channels_last._keras("conv"), x, k)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), atol=1e-5)
+    np.testing.assert_allclose(kernel.grad.numpy(), expected_grad, rtol=1e-5, atol=1e-4)
+    assert kernel.grad.stride() == kernel.stride()  # the gradient was not copied either
+    model.save_weights(tmp_path / "conv.weights.h5")
+    other = keras.Sequential([keras.Input((9, 14, 4)), keras.layers.Conv2D(6, 3, use_bias=False)])
+    other.load_weights(tmp_path / "conv.weights.h5")
+    np.testing.assert_array_equal(other.get_weights()[0], k)
+    assert _out_major_order(other.layers[0].kernel.value)
+
+
 @on_torch
 def test_uninstall_gives_keras_its_functions_and_install_puts_ours_back():
     from keras.src.backend.torch import nn
+    from keras.src.backend.torch.core import Variable
 
     keras_conv = channels_last._keras("conv")
     try:
         channels_last.uninstall()
         assert nn.conv is keras_conv
+        layer = keras.layers.Conv2D(6, 3)
+        layer.build((None, 8, 8, 4))
+        assert layer.kernel.value.is_contiguous()  # Keras' own order
         assert channels_last.install({channels_last.VARIABLE: "0"}) == []
         assert nn.conv is keras_conv
     finally:
         installed = channels_last.install()
     assert "max_pool" in installed and nn.max_pool is channels_last.max_pool
+    assert "_initialize" in installed and Variable._initialize is channels_last._initialize
 
 
 @on_torch

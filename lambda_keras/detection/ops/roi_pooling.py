@@ -19,11 +19,12 @@ differs from torchvision's; choose the bound from the largest box in map cells /
 At the map's border a sample within one cell outside the map takes the border value; one
 further out counts as 0 (torchvision's and Detectron2's rule).
 
-**Kernels.** On PyTorch with torchvision installed, ``roi_align`` and ``multilevel_roi_align``
-with a fixed ``sampling_ratio`` call torchvision's ``roi_align`` kernel
-([`roi_align_torchvision`][lambda_keras.detection.ops.roi_align_torchvision]), as
-[`nms`][lambda_keras.detection.ops.nms] calls its NMS there; elsewhere, and for the adaptive
-count, it runs in ``keras.ops``. Both give the same values (a test compares them).
+**Kernels.** The samples' cells and weights are computed once, in ``keras.ops``. On TensorFlow
+and JAX the cells are gathered and summed; on eager PyTorch the same weights form a sparse
+matrix that multiplies the maps' table
+([`roi_align_sparse`][lambda_keras.detection.ops.roi_align_sparse]: faster than torchvision's
+``roi_align`` kernel, forward and backward). Both give the same values and gradients (a test
+compares them).
 """
 
 from __future__ import annotations
@@ -77,9 +78,6 @@ def roi_align(
     output_size = _output_size(output_size)
     sampling = _sampling(sampling_ratio, max_sampling_ratio)
     aligned = v.boolean("aligned", aligned)
-    kernels = _torchvision_kernels(sampling)
-    if kernels is not None and not ops.is_tensor(spatial_scale):
-        return kernels.roi_align(features, boxes, output_size, spatial_scale, sampling[0], aligned)
     shape = ops.shape(features)
     flat = ops.reshape(features, (shape[0], shape[1] * shape[2], shape[3]))
     ones = ops.ones_like(boxes[..., 0], "int32")
@@ -159,11 +157,6 @@ def multilevel_roi_align(
     sampling = _sampling(sampling_ratio, max_sampling_ratio)
     output_size = _output_size(output_size)
     aligned = v.boolean("aligned", aligned)
-    kernels = _torchvision_kernels(sampling)
-    if kernels is not None:
-        return kernels.multilevel_roi_align(
-            maps, levels, boxes, index, valid_sizes, output_size, sampling[0], aligned
-        )
     return _multilevel_gathers(
         maps, levels, boxes, index, valid_sizes, output_size, sampling, aligned
     )
@@ -221,15 +214,14 @@ def _multilevel_gathers(maps, levels, boxes, index, valid_sizes, output_size, sa
     )
 
 
-def _torchvision_kernels(sampling: tuple[int, bool]):
-    """The module of torchvision's ``roi_align`` kernel on PyTorch where it is installed and the
-    sampling is fixed ([`roi_align_torchvision`][lambda_keras.detection.ops.roi_align_torchvision]),
-    else None (the ``keras.ops`` path)."""
-    if keras.backend.backend() != "torch" or sampling[1]:
+def _sparse_kernel(table):
+    """The sparse product's module on eager PyTorch
+    ([`roi_align_sparse`][lambda_keras.detection.ops.roi_align_sparse]), else None (gathers)."""
+    if keras.backend.backend() != "torch":
         return None
-    from lambda_keras.detection.ops import roi_align_torchvision
+    from lambda_keras.detection.ops import roi_align_sparse
 
-    return roi_align_torchvision if roi_align_torchvision.available() else None
+    return roi_align_sparse if roi_align_sparse.applies(table) else None
 
 
 def _sampling(sampling_ratio, max_sampling_ratio) -> tuple[int, bool]:
@@ -353,20 +345,29 @@ def _roi_align_flat(
     )
     batch, num_boxes = ops.shape(boxes)[0], ops.shape(boxes)[1]
     positions, channels = ops.shape(flat)[1], ops.shape(flat)[2]
-    # One gather from the batch's positions: each image's positions follow the previous one's.
+    # One table of the batch's positions: each image's positions follow the previous one's.
     table = ops.reshape(flat, (-1, channels))
     first = ops.arange(batch, dtype="int32")[:, None, None, None] * positions
     base = first + offsets[..., None, None]
     row_stride = widths[..., None, None]
+    taps = [  # the four cells of each sample: ([b, n, Sy, Sx] rows of the table, weights)
+        (
+            base + ys[..., :, None] * row_stride + xs[..., None, :],
+            wy[..., :, None] * wx[..., None, :],
+        )
+        for ys, wy in ((y_low, wy_low), (y_high, wy_high))
+        for xs, wx in ((x_low, wx_low), (x_high, wx_high))
+    ]
+    sparse = _sparse_kernel(table)
+    if sparse is not None:
+        count = None if count_y is None else count_y * count_x
+        return sparse.pool(table, taps, (batch, num_boxes, out_h, out_w), ratio, count)
     sy, sx = out_h * ratio, out_w * ratio
     out = 0.0
-    for ys, wy in ((y_low, wy_low), (y_high, wy_high)):
-        for xs, wx in ((x_low, wx_low), (x_high, wx_high)):
-            index = base + ys[..., :, None] * row_stride + xs[..., None, :]  # [b, n, Sy, Sx]
-            values = ops.take(table, ops.reshape(index, (-1,)), axis=0)
-            values = ops.reshape(values, (batch, num_boxes, sy, sx, channels))
-            weight = ops.cast(wy[..., :, None] * wx[..., None, :], values.dtype)
-            out += values * weight[..., None]
+    for index, weight in taps:
+        values = ops.take(table, ops.reshape(index, (-1,)), axis=0)
+        values = ops.reshape(values, (batch, num_boxes, sy, sx, channels))
+        out += values * ops.cast(weight, values.dtype)[..., None]
     # Each bin's ratio x ratio samples reduced in tensors of rank 4 at most (LiteRT's XNNPACK
     # delegate refuses a reduction over a rank-7 tensor).
     reduce = ops.mean if count_y is None else ops.sum
