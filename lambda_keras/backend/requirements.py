@@ -3,7 +3,9 @@ is imported where TensorFlow is not.
 
 ``lambda_keras.layers`` and ``lambda_keras.zoo`` run on JAX, TensorFlow and PyTorch and need no
 guard; the training package reads its data with ``tf.data`` on TensorFlow and JAX alike (so
-TensorFlow must be installed), and so does ``lambda_keras.training.detection.datasets``; the rest of
+TensorFlow must be installed), and so does ``lambda_keras.training.detection.datasets``; the
+SavedModel writers (``lambda_keras.zoo.serving``, ``lambda_keras.detection.serving`` and its
+graph resizing, ``lambda_keras.detection.transform_graph``) need it too; the rest of
 ``lambda_keras.detection`` runs on every backend.
 """
 

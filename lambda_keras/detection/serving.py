@@ -28,14 +28,19 @@ from __future__ import annotations
 import os
 import tempfile
 
-import keras
-import tensorflow as tf
+from lambda_keras.backend.requirements import require_tensorflow
 
-from lambda_keras.backend.tensorflow_child import run_on_tensorflow
-from lambda_keras.detection import transform_graph
-from lambda_keras.detection.detect import outputs
-from lambda_keras.detection.image_size import check_image_size
-from lambda_keras.labels_file import write_labels
+# The detector runs on every backend without TensorFlow; this module writes its SavedModels.
+require_tensorflow("lambda_keras.detection.serving", "writes TensorFlow SavedModels")
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from lambda_keras.backend.tensorflow_child import run_on_tensorflow  # noqa: E402
+from lambda_keras.detection import transform_graph  # noqa: E402
+from lambda_keras.detection.detect import outputs  # noqa: E402
+from lambda_keras.detection.image_size import check_image_size  # noqa: E402
+from lambda_keras.labels_file import write_labels  # noqa: E402
 
 __all__ = [
     "export_detector",

@@ -9,7 +9,11 @@ transforms' ``resized_size``
 
 from __future__ import annotations
 
-import tensorflow as tf
+from lambda_keras.backend.requirements import require_tensorflow
+
+require_tensorflow("lambda_keras.detection.transform_graph", "resizes inside TensorFlow graphs")
+
+import tensorflow as tf  # noqa: E402
 
 __all__ = ["letterbox_size", "resize", "torchvision_resize"]
 

@@ -70,6 +70,8 @@ def test_detection_data_without_tensorflow_says_what_to_install():
     assert callable(detection.detect) and callable(detection.ops.nms)
     with pytest.raises(ImportError, match=r"needs TensorFlow installed.*lambda-keras\[jax\]"):
         import lambda_keras.training.detection.datasets  # noqa: F401
+    with pytest.raises(ImportError, match=r"detection.serving writes TensorFlow SavedModels"):
+        import lambda_keras.detection.serving  # noqa: F401
 
 
 def test_training_without_tensorflow_says_what_to_install():
