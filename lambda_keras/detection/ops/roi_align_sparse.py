@@ -84,21 +84,21 @@ class _SparseProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, table, columns, weights):
         matrix = _Matrix(columns, weights, table.shape[0])
-        ctx.save_for_backward(table, weights)
+        ctx.save_for_backward(table)
         ctx.matrix = matrix
-        if columns.shape[0] == 0:
+        if matrix.rows == 0:
             return table.new_zeros((0, table.shape[1]))
         return matrix.csr() @ table
 
     @staticmethod
     def backward(ctx, grad):
-        table, weights = ctx.saved_tensors
+        (table,) = ctx.saved_tensors
         matrix = ctx.matrix
         grad_table = grad_weights = None
-        if ctx.needs_input_grad[0]:
+        if ctx.needs_input_grad[0] and matrix.rows == 0:
             grad_table = torch.zeros_like(table)
-            if weights.shape[0]:
-                grad_table = matrix.transposed() @ grad.contiguous()
+        elif ctx.needs_input_grad[0]:
+            grad_table = matrix.transposed() @ grad.contiguous()
         if ctx.needs_input_grad[2]:
             grad_weights = matrix.entry_gradients(grad, table)
         return grad_table, None, grad_weights
@@ -122,8 +122,7 @@ class _Matrix:
         )
         self.columns = columns.reshape(-1)[first.reshape(-1)]
         self.per_row = first.sum(1)
-        self.starts = torch.zeros(self.rows + 1, dtype=torch.long, device=columns.device)
-        self.starts[1:] = torch.cumsum(self.per_row, 0)
+        self.starts = _starts(self.per_row)
 
     def csr(self) -> torch.Tensor:
         return _csr(self.starts, self.columns, self.values, (self.rows, self.cells))
@@ -136,8 +135,7 @@ class _Matrix:
         """``M.T`` ``[cells, rows]``: the entries sorted by cell (a stable sort keeps each
         cell's rows in order)."""
         order = torch.argsort(self.columns, stable=True)
-        starts = torch.zeros(self.cells + 1, dtype=torch.long, device=self.columns.device)
-        starts[1:] = torch.cumsum(torch.bincount(self.columns, minlength=self.cells), 0)
+        starts = _starts(torch.bincount(self.columns, minlength=self.cells))
         shape = (self.cells, self.rows)
         return _csr(starts, self.entry_rows()[order], self.values[order], shape)
 
@@ -148,6 +146,13 @@ class _Matrix:
         per_entry = (grad[self.entry_rows()] * table[self.columns]).sum(-1)
         per_slot = per_entry[self.entry].reshape(self.order.shape)
         return torch.empty_like(per_slot).scatter_(1, self.order, per_slot)
+
+
+def _starts(per_row: torch.Tensor) -> torch.Tensor:
+    """CSR's row starts ``[rows + 1]`` from the entries of each row."""
+    starts = per_row.new_zeros(per_row.shape[0] + 1, dtype=torch.long)
+    starts[1:] = torch.cumsum(per_row, 0)
+    return starts
 
 
 def _csr(starts, columns, values, shape) -> torch.Tensor:
