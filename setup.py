@@ -7,6 +7,13 @@ from setuptools import find_packages, setup
 
 HERE = Path(__file__).parent
 VERSION = re.search(r'__version__ = "([^"]+)"', (HERE / "lambda_keras/__init__.py").read_text())[1]
+# The oldest PyTorch and torchvision supported, one fact in lambda_keras/backend/requirements.py
+# (which refuses an older PyTorch at import on Keras' PyTorch backend).
+_REQUIREMENTS = (HERE / "lambda_keras/backend/requirements.py").read_text()
+TORCH_FLOOR, TORCHVISION_FLOOR = (
+    re.search(rf'^{name} = "([^"]+)"', _REQUIREMENTS, re.M)[1]
+    for name in ("TORCH_FLOOR", "TORCHVISION_FLOOR")
+)
 
 # ruff formats the signatures in the API reference.
 DOCS = [
@@ -42,6 +49,12 @@ setup(
         # JAX only. The legacy TensorFlow TPUStrategy path: "tpu-tensorflow" (untested here).
         "tpu": ["jax[tpu]>=0.4.30", "tensorflow-cpu>=2.20,<2.22"],
         "tpu-tensorflow": ["tensorflow-tpu==2.19.1"],
+        # Keras on PyTorch (CPU and CUDA wheels from PyPI; several GB with their CUDA libraries);
+        # torchvision's NMS kernel serves detection there.
+        "torch": [f"torch>={TORCH_FLOOR}", f"torchvision>={TORCHVISION_FLOOR}"],
+        # The tests' PyTorch stage (.ci/run): the oldest supported PyTorch and torchvision, and
+        # timm, the reference the lambda layer and the timm ports are compared with.
+        "test-torch": [f"torch=={TORCH_FLOOR}", f"torchvision=={TORCHVISION_FLOOR}", "timm>=1.0"],
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],
@@ -57,8 +70,8 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
-            # The layers and the zoo on the JAX backend (tests/test_backends.py); PyTorch is
-            # installed by hand (its PyPI wheel pulls GB of CUDA libraries).
+            # The layers and the zoo on the JAX backend (tests/test_backends.py); PyTorch comes
+            # with "test-torch" (its PyPI wheel pulls GB of CUDA libraries), in CI's second stage.
             "jax[cpu]>=0.4.30",
             "ruff>=0.6",
             "scikit-learn>=1.3",

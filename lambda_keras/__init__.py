@@ -7,6 +7,13 @@ from lambda_keras.backend import onednn as _onednn
 # Before Keras imports TensorFlow, which reads the variable once (lambda_keras/backend/onednn.py).
 _onednn.prefer_onednn()
 
+import keras as _keras  # noqa: E402
+
+from lambda_keras.backend import requirements as _requirements  # noqa: E402
+
+if _keras.backend.backend() == "torch":  # before anything is built on too old a PyTorch
+    _requirements.require_torch_floor()
+
 from lambda_keras import layers, zoo  # noqa: E402
 from lambda_keras.backend import torch_channels_last as _torch_channels_last  # noqa: E402
 

@@ -191,9 +191,9 @@ def square_bool_mask(name: str, mask) -> np.ndarray | None:
     """``None``, or a square ``[n, n]`` array of booleans / 0-1 values, returned as bool."""
     if mask is None:
         return None
-    if hasattr(mask, "numpy"):  # a tf.Tensor or tf.Variable
-        mask = mask.numpy()
-    mask = np.asarray(mask)
+    import keras
+
+    mask = np.asarray(keras.ops.convert_to_numpy(mask))  # a tensor: from its device
     if mask.ndim != 2 or mask.shape[0] != mask.shape[1]:
         raise ValueError(
             f"`{name}` must be a square [n, n] array (query n, context position m); "

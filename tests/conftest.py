@@ -2,6 +2,7 @@
 deterministic seeds, float32 policy restored, and how pytest-xdist spreads the tests over its
 worker processes."""
 
+import importlib.util
 import os
 import tempfile
 
@@ -55,9 +56,44 @@ def pytest_configure(config):
     )
     config.addinivalue_line(
         "markers",
+        "backends(*names): runs on these Keras backends only (their child runs of "
+        "tests/test_backends.py run it); deselected elsewhere, not skipped",
+    )
+    config.addinivalue_line(
+        "markers",
+        "torch(*packages): needs PyTorch installed (and the packages named: torchvision, timm); "
+        "skipped without it in the quick tier, run by .ci/run's second stage, which installs the "
+        "oldest supported PyTorch ([test-torch]) and sets LAMBDA_KERAS_TORCH_TESTS=required: "
+        "there a missing package fails the test",
+    )
+    config.addinivalue_line(
+        "markers",
         "tensorflow: needs TensorFlow itself (tf.function, SavedModel, tf.data); skipped when "
         "the tests run on another Keras backend (tests/test_backends.py)",
     )
+
+
+def _on_this_backend(item) -> bool:
+    marker = item.get_closest_marker("backends")
+    return marker is None or keras.backend.backend() in marker.args
+
+
+TORCH_TESTS = "LAMBDA_KERAS_TORCH_TESTS"
+"""``required``: a ``torch``-marked test whose packages are missing fails instead of skipping."""
+
+
+def pytest_runtest_setup(item):
+    """A ``torch``-marked test skips without its packages, or fails where they are required."""
+    marker = item.get_closest_marker("torch")
+    if marker is None:
+        return
+    missing = [name for name in ("torch", *marker.args) if importlib.util.find_spec(name) is None]
+    if not missing:
+        return
+    message = f"needs {', '.join(missing)}: pip install -e '.[test-torch]'"
+    if os.environ.get(TORCH_TESTS) == "required":
+        pytest.fail(f"{message} ({TORCH_TESTS}=required)", pytrace=False)
+    pytest.skip(message)
 
 
 # Started first: one long test (a whole child pytest on JAX) that would otherwise come last,
@@ -66,9 +102,13 @@ FIRST_MODULES = ("tests/test_backends.py",)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Skip TensorFlow-only tests on other backends; order the modules as pytest-xdist's
-    loadscope would (most tests first, ``--no-loadscope-reorder`` keeps this order), except
-    ``FIRST_MODULES``."""
+    """Deselect the tests of other backends, skip TensorFlow-only tests on other backends;
+    order the modules as pytest-xdist's loadscope would (most tests first,
+    ``--no-loadscope-reorder`` keeps this order), except ``FIRST_MODULES``."""
+    elsewhere = [item for item in items if not _on_this_backend(item)]
+    if elsewhere:
+        config.hook.pytest_deselected(items=elsewhere)
+        items[:] = [item for item in items if _on_this_backend(item)]
     if keras.backend.backend() != "tensorflow":
         skip = pytest.mark.skip(
             reason=f"needs the TensorFlow backend, not {keras.backend.backend()}"

@@ -3,8 +3,8 @@
 ([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
 without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])
-and the one guard of the packages that need
-TensorFlow ([`requirements`][lambda_keras.backend.requirements]).
+and what the project needs installed: TensorFlow for the packages that use it, PyTorch's oldest
+supported release on its backend ([`requirements`][lambda_keras.backend.requirements]).
 
 This package imports nothing itself: ``lambda_keras`` imports
 [`onednn`][lambda_keras.backend.onednn] before Keras and installs

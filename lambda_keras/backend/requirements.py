@@ -1,5 +1,5 @@
-"""The one guard of the packages that need TensorFlow: it names what to install when the package
-is imported where TensorFlow is not.
+"""The guards of what the project needs installed: TensorFlow for the packages that use it, and
+on Keras' PyTorch backend a PyTorch no older than the oldest the project is tested on.
 
 ``lambda_keras.layers`` and ``lambda_keras.zoo`` run on JAX, TensorFlow and PyTorch and need no
 guard; the training package reads its data with ``tf.data`` on TensorFlow and JAX alike (so
@@ -11,7 +11,16 @@ graph resizing, ``lambda_keras.detection.transform_graph``) need it too; the res
 
 from __future__ import annotations
 
-__all__ = ["require_tensorflow"]
+__all__ = ["TORCHVISION_FLOOR", "TORCH_FLOOR", "require_torch_floor", "require_tensorflow"]
+
+TORCH_FLOOR = "2.11.0"
+"""The oldest PyTorch the project supports: the release GPU images ship today (the H100 image of
+the first accelerator run), and the one CI installs (``.ci/run``) and runs every PyTorch test on;
+the developers' own runs use the newest (the changelog names both). ``setup.py`` reads it for the
+``[torch]`` extra; docs/backends.md says why."""
+TORCHVISION_FLOOR = "0.26.0"
+"""torchvision's release for ``TORCH_FLOOR`` (its NMS kernel serves ``ops.nms`` on PyTorch; the
+tests compare the detectors with torchvision's)."""
 
 
 def require_tensorflow(package: str, why: str) -> None:
@@ -28,3 +37,25 @@ def require_tensorflow(package: str, why: str) -> None:
             f"{package} {why} and needs TensorFlow installed, whatever Keras' backend: pip "
             "install 'lambda-keras[jax]' (JAX with tensorflow-cpu) or 'lambda-keras[cpu]'."
         ) from error
+
+
+def require_torch_floor(installed: str | None = None) -> None:
+    """Raise ``ImportError`` when Keras' PyTorch backend would run on a PyTorch older than
+    [`TORCH_FLOOR`][lambda_keras.backend.requirements.TORCH_FLOOR]. ``lambda_keras`` asks when it
+    is imported on that backend, before anything is built.
+
+    Args:
+        installed: The PyTorch version to check (``torch.__version__`` when None).
+    """
+    from packaging.version import Version
+
+    if installed is None:
+        import torch
+
+        installed = torch.__version__
+    if Version(installed) < Version(TORCH_FLOOR):  # "2.11.0+cu130" passes, "2.11.0rc1" not
+        raise ImportError(
+            f"lambda_keras on Keras' PyTorch backend needs PyTorch >= {TORCH_FLOOR}; installed: "
+            f"{installed}. pip install 'lambda-keras[torch]' (PyTorch >= {TORCH_FLOOR}, "
+            f"torchvision >= {TORCHVISION_FLOOR})."
+        )

@@ -138,20 +138,39 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
 
 
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
-    """``keras.ops.batch_normalization`` on PyTorch: one pass (``torch.nn.functional.batch_norm``)
-    over a channels-last map when the statistics take no gradient."""
+    """``keras.ops.batch_normalization`` on PyTorch: one pass over a channels-last map when the
+    statistics take no gradient (``torch.nn.functional.batch_norm``; with ``epsilon=0``, frozen
+    batch norm as torchvision's detection models have it, ``_frozen_batch_norm``)."""
     import torch
     import torch.nn.functional as F
     from keras.src.backend.torch.core import convert_to_tensor
 
     x, mean, variance = (convert_to_tensor(t) for t in (x, mean, variance))
     statistics_train = torch.is_grad_enabled() and (mean.requires_grad or variance.requires_grad)
-    if x.ndim != 4 or axis not in (-1, 3) or statistics_train or mean.ndim != 1:
+    if x.ndim != 4 or axis not in (-1, 3) or statistics_train or mean.ndim != 1 or epsilon < 0:
         return _keras("batch_normalization")(x, mean, variance, axis, offset, scale, epsilon)
     scale = None if scale is None else convert_to_tensor(scale)
     offset = None if offset is None else convert_to_tensor(offset)
+    if epsilon == 0:
+        return _frozen_batch_norm(x, mean, variance, offset, scale)
     y = F.batch_norm(x.permute(0, 3, 1, 2), mean, variance, scale, offset, False, 0.0, epsilon)
     return y.permute(0, 2, 3, 1)
+
+
+def _frozen_batch_norm(x, mean, variance, offset, scale):
+    """Batch norm with ``epsilon=0`` as one multiply-add over the last axis, torchvision's
+    ``FrozenBatchNorm2d`` formula: ``x * k + (offset - mean * k)`` with ``k = scale /
+    sqrt(variance)``. PyTorch 2.11's ``F.batch_norm`` refuses ``eps=0`` ("batch_norm eps must be
+    positive"; 2.14 takes it), so this path gives every supported PyTorch the same numbers."""
+    import torch
+
+    multiplier = variance.rsqrt()
+    if scale is not None:
+        multiplier = multiplier * scale
+    shift = -mean * multiplier
+    if offset is not None:
+        shift = shift + offset
+    return torch.addcmul(shift.to(x.dtype), x, multiplier.to(x.dtype))
 
 
 def _out_major(parameter):

@@ -87,7 +87,7 @@ def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
 
 
 def _photo(image) -> np.ndarray:
-    array = np.asarray(image)
+    array = np.asarray(K.convert_to_numpy(image))  # a tensor: from its device
     if array.dtype != np.uint8:
         raise TypeError(f"`image` must be uint8 RGB [height, width, 3]; received {array.dtype}.")
     if array.ndim != 3 or array.shape[-1] != 3 or 0 in array.shape:

@@ -246,7 +246,7 @@ def decode_predictions(preds, top: int = 5) -> list[list[tuple[str, str, float]]
     Returns:
         Per image, ``top`` tuples ``(wordnet_id, name, score)``, best first.
     """
-    preds = np.asarray(preds)
+    preds = np.asarray(keras.ops.convert_to_numpy(preds))  # on the host, from any device
     if preds.ndim != 2 or preds.shape[1] != len(imagenet_classes()):
         raise ValueError(
             f"`preds` must be ImageNet scores of shape [batch, 1000]; received shape {preds.shape}."

@@ -14,9 +14,7 @@ import pytest
 
 from lambda_keras.backend import torch_channels_last as channels_last
 
-on_torch = pytest.mark.skipif(
-    keras.backend.backend() != "torch", reason="Keras' PyTorch backend functions"
-)
+on_torch = pytest.mark.backends("torch")  # Keras' PyTorch backend functions
 
 
 @pytest.mark.parametrize(
@@ -157,6 +155,65 @@ def test_batch_norm_gives_keras_values_and_gradients():
 
 
 @on_torch
+@pytest.mark.parametrize("with_scale_and_offset", [True, False])
+def test_frozen_batch_norm_with_epsilon_0_gives_keras_values_and_gradients(with_scale_and_offset):
+    """torchvision's frozen batch norm (``eps=0``), which PyTorch 2.11's ``F.batch_norm``
+    refuses: Keras' values and gradients, in channels-last order, on every PyTorch."""
+    import torch
+
+    rng = np.random.default_rng(7)
+    x = (rng.normal(size=(2, 6, 9, 5)) * 30 + 100).astype("float32")  # landscape map
+    mean, variance = rng.normal(size=5).astype("float32"), rng.uniform(0.5, 2, 5).astype("float32")
+    gamma, beta = rng.normal(size=5).astype("float32"), rng.normal(size=5).astype("float32")
+    keras_norm, our_norm = _keras_and_ours("batch_normalization")
+
+    def norm(function):
+        x_, gamma_, beta_ = (torch.tensor(a, requires_grad=True) for a in (x, gamma, beta))
+        parts = (beta_, gamma_) if with_scale_and_offset else (None, None)
+        out = function(x_, torch.tensor(mean), torch.tensor(variance), -1, *parts, 0.0)
+        (out * torch.linspace(-1, 1, out.numel()).reshape(out.shape)).sum().backward()
+        grads = [t.grad for t in (x_, gamma_, beta_) if t.grad is not None]
+        return out, [g.numpy() for g in grads]
+
+    expected, expected_grads = norm(keras_norm)
+    got, grads = norm(our_norm)
+    assert got.dtype == torch.float32 and _is_channels_last_order(got)
+    np.testing.assert_allclose(
+        got.detach().numpy(), expected.detach().numpy(), rtol=1e-5, atol=1e-4
+    )
+    assert len(grads) == len(expected_grads) == (3 if with_scale_and_offset else 1)
+    for grad, expected_grad in zip(grads, expected_grads, strict=True):
+        np.testing.assert_allclose(grad, expected_grad, rtol=1e-5, atol=1e-4)
+
+
+@on_torch
+@pytest.mark.parametrize("epsilon", [0.0, 1e-5])
+def test_a_users_batch_normalization_gives_what_it_gave_before_the_import(epsilon):
+    """Keras' own ``BatchNormalization(epsilon=0)`` (and a usual epsilon), inference and
+    training: the same outputs with our functions as with Keras' own."""
+    rng = np.random.default_rng(8)
+    x = rng.normal(size=(3, 7, 4, 6)).astype("float32")  # upright map
+    weights = [rng.uniform(0.5, 2, 6), rng.normal(size=6), rng.normal(size=6)]
+    weights.append(rng.uniform(0.5, 2, 6))  # gamma, beta, moving mean and variance
+
+    def outputs():
+        layer = keras.layers.BatchNormalization(epsilon=epsilon)
+        layer.build(x.shape)
+        layer.set_weights(weights)  # a training call moves the statistics
+        return [keras.ops.convert_to_numpy(layer(x, training=t)) for t in (False, True)]
+
+    ours = outputs()
+    try:
+        channels_last.uninstall()
+        keras_own = outputs()
+    finally:
+        channels_last.install()
+    for got, expected in zip(ours, keras_own, strict=True):
+        assert np.isfinite(got).all()
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@on_torch
 def test_batch_norm_of_a_training_batch_keeps_the_gradient_through_its_moments():
     """The batch's mean and variance depend on x: Keras' formula, whose gradient reaches them
     (PyTorch's inference batch norm would drop that part of the gradient)."""
@@ -256,7 +313,6 @@ def test_the_variable_keeps_keras_functions_from_the_first_import():
     assert out.stdout.strip().splitlines()[-1] == "keras.src.backend.torch.nn"
 
 
+@pytest.mark.backends("tensorflow", "jax")
 def test_nothing_is_installed_on_other_backends():
-    if keras.backend.backend() == "torch":
-        pytest.skip("the other backends")
     assert channels_last.install() == []

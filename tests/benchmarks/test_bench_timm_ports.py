@@ -1,6 +1,5 @@
 """The timm-ports benchmark prints its table (needs PyTorch and timm; slow)."""
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -13,7 +12,7 @@ SCRIPT = ROOT / "benchmarks" / "bench_timm_ports.py"
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed")
+@pytest.mark.torch("timm")
 def test_bench_timm_ports_prints_a_row_per_model():
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--models=lambda_resnet26t", "--batch=1", "--repeats=1"]

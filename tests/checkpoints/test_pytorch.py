@@ -2,7 +2,6 @@
 both formats (committed fixtures, ``make_fixtures.py``), malicious and damaged files refused
 before anything is imported or loaded."""
 
-import importlib.util
 import json
 import os
 import pickle
@@ -21,7 +20,6 @@ from tests.checkpoints.pth_writer import Global, Storage, Tensor, pickled, write
 
 FIXTURES = Path(__file__).with_name("fixtures")
 FORMATS = ("zip_format.pth", "sequential_format.pth")
-HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 def expected() -> dict[str, np.ndarray]:
@@ -214,7 +212,7 @@ def torch_load(paths: list[Path], out: Path) -> dict[str, np.ndarray]:
         return {key: saved[key] for key in saved.files}
 
 
-@pytest.mark.skipif(not HAS_TORCH, reason="PyTorch is a reference installed by hand")
+@pytest.mark.torch
 def test_torch_reads_what_the_writer_writes_as_this_reader_does(tmp_path):
     rng = np.random.default_rng(0)
     state = {"conv": rng.normal(size=(4, 3, 3, 3)).astype("float32"), "n": np.array(3, "int64")}
@@ -244,9 +242,7 @@ torch.save(model.state_dict(), sys.argv[2], _use_new_zipfile_serialization=False
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("torchvision") is None, reason="torchvision is installed by hand"
-)
+@pytest.mark.torch("torchvision")
 def test_a_real_size_checkpoint_equals_torch_load_in_both_formats(tmp_path):
     """torchvision's Mask R-CNN state dict (44.4M parameters, 170 MB) as torch.save writes it."""
     paths = [tmp_path / "zip.pth", tmp_path / "sequential.pth"]

@@ -4,7 +4,6 @@ timm is not a dependency: ``pip install torch==2.14.1 torchvision==0.29.1 timm``
 runs in a subprocess because PyTorch must be imported before TensorFlow in one process.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -18,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed")
+@pytest.mark.torch("timm")
 def test_matches_timm_lambda_layer():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "2"}
     result = subprocess.run(

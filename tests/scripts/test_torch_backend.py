@@ -1,7 +1,6 @@
 """The scripts train on Keras' PyTorch backend (one device) and export a SavedModel that scores
-as the run did. PyTorch is installed by hand (not in the test extra): skipped without it."""
+as the run did. Needs PyTorch (``.[test-torch]``, CI's second stage)."""
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -12,10 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [
-    pytest.mark.end_to_end,
-    pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch not installed"),
-]
+pytestmark = [pytest.mark.end_to_end, pytest.mark.torch]
 
 
 def run(script: str, *flags: str) -> str:

@@ -5,7 +5,6 @@
 because PyTorch must be imported before TensorFlow in one process.
 """
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -19,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("timm") is None, reason="timm is not installed")
+@pytest.mark.torch("timm")
 @pytest.mark.parametrize(
     "name",
     ["lambda_resnet26t", "lambda_resnet26rpt_256", "lambda_resnet50ts"]

@@ -156,8 +156,10 @@ def _starts(per_row: torch.Tensor) -> torch.Tensor:
 
 
 def _csr(starts, columns, values, shape) -> torch.Tensor:
-    """A CSR matrix built here, valid by construction (no check; PyTorch's note that CSR
-    tensors are in beta is not for the user of a detector)."""
+    """A CSR matrix built here, valid by construction (no check; PyTorch's notes that CSR
+    tensors are in beta and, on 2.11 even with ``check_invariants=False``, that the checks are
+    off are not for the user of a detector)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", "Sparse invariant checks are implicitly disabled")
         return torch.sparse_csr_tensor(starts, columns, values, shape, check_invariants=False)

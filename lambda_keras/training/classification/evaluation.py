@@ -19,7 +19,7 @@ def top_k_accuracy(model: keras.Model, dataset: tf.data.Dataset) -> dict:
     alone (no distribution strategy involved)."""
     scores, labels = [], []
     for images, onehot in dataset:
-        scores.append(np.asarray(model(images, training=False), "float32"))
+        scores.append(keras.ops.convert_to_numpy(model(images, training=False)).astype("float32"))
         labels.append(onehot.numpy().argmax(axis=-1))
     return _accuracy(np.concatenate(scores), np.concatenate(labels))
 

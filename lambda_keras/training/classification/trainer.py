@@ -213,7 +213,7 @@ def _finish(config, model, metrics, seconds, inputs: data.Inputs) -> dict:
         "top1": float(metrics["top1"]),
         "top5": float(metrics["top5"]),
         "train_seconds": seconds,
-        "steps": int(model.optimizer.iterations.numpy()),
+        "steps": int(keras.ops.convert_to_numpy(model.optimizer.iterations)),
         "skipped": inputs.skipped,
         "model": model,
     }

@@ -20,9 +20,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    importlib.util.find_spec("torchvision") is None, reason="torchvision is not installed"
-)
+@pytest.mark.torch("torchvision")
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_ops_match_torchvision(backend):
     if importlib.util.find_spec(backend) is None:

@@ -1,20 +1,15 @@
 """On eager PyTorch, roi_align and multilevel_roi_align pool with a sparse matrix product
 (lambda_keras/detection/ops/roi_align_sparse.py): the values and gradients of the keras.ops
 gathers, and of torchvision's kernel where it is installed (run in the PyTorch child of
-tests/test_backends.py; skipped elsewhere)."""
+tests/test_backends.py; deselected elsewhere)."""
 
-import importlib.util
-
-import keras
 import numpy as np
 import pytest
 
 from lambda_keras.detection import ops
 from tests.backend import numpy
 
-pytestmark = pytest.mark.skipif(
-    keras.backend.backend() != "torch", reason="the sparse path: Keras on PyTorch"
-)
+pytestmark = pytest.mark.backends("torch")  # the sparse path: Keras on PyTorch
 TOLERANCE = dict(atol=5e-5, rtol=1e-4)  # float32 sums in another order (1.4e-5 seen, values ~1)
 
 
@@ -149,7 +144,7 @@ def test_no_boxes_and_half_precision_maps():
     np.testing.assert_allclose(numpy(half.float()), full, atol=0.05, rtol=0.02)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torchvision") is None, reason="needs torchvision")
+@pytest.mark.torch("torchvision")
 @pytest.mark.parametrize("aligned", [True, False])
 def test_the_sparse_product_gives_torchvision_kernel_values_and_gradients(aligned):
     import torch
@@ -205,3 +200,26 @@ def test_the_matrix_is_valid_csr_with_a_cell_that_comes_twice_summed():
     grad, table = torch.randn(3, 2), torch.randn(5, 2)
     slots = (grad[:, None, :] * table[columns]).sum(-1)  # d(M @ table) / d weights per slot
     torch.testing.assert_close(matrix.entry_gradients(grad, table), slots)
+
+
+def test_pooling_warns_the_user_of_nothing_in_a_fresh_process():
+    """PyTorch warns once per process that CSR tensors are in beta and, on 2.11 even with
+    ``check_invariants=False``, that their checks are off: a fresh process, warnings as errors."""
+    import subprocess
+    import sys
+
+    from tests.backend import child_env
+
+    script = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import numpy as np\n"
+        "from lambda_keras.detection import ops\n"
+        "maps = np.ones((1, 16, 24, 3), 'float32')\n"
+        "boxes = np.array([[[2, 3, 10, 20]]], 'float32')\n"
+        "print(tuple(ops.roi_align(maps, boxes, 2).shape))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=child_env("torch"), capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("(1, 1, 2, 2, 3)")

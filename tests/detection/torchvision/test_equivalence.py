@@ -1,8 +1,9 @@
 """The converted ``maskrcnn_resnet50_fpn`` and ``_v2`` give torchvision's detections on every
 backend (``-m slow``).
 
-``pip install torch==2.14.1 torchvision==0.29.1 scikit-image``. The comparison runs in a
-subprocess because PyTorch must be imported before TensorFlow in one process.
+``pip install -e ".[test-torch]" scikit-image`` (or a newer PyTorch and torchvision). The
+comparison runs in a subprocess because PyTorch must be imported before TensorFlow in one
+process.
 """
 
 import importlib.util
@@ -20,10 +21,7 @@ ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    any(importlib.util.find_spec(m) is None for m in ("torchvision", "skimage")),
-    reason="torchvision and scikit-image are test-time references installed by hand",
-)
+@pytest.mark.torch("torchvision", "skimage")  # test-time references (scikit-image's photos)
 @pytest.mark.parametrize(
     "backend, titles",
     [
