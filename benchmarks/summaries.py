@@ -98,7 +98,12 @@ def rows_against(label: int, reference: str, columns: Sequence[str], ignore: Seq
         base = {key(r): r for r in table.rows if r[label] == reference}
         parts = []
         for other in dict.fromkeys(r[label] for r in table.rows if r[label] != reference):
-            matched = [(r, base[key(r)]) for r in table.rows if r[label] == other]
+            # A row without its reference (no TensorFlow on a GPU image) is compared with none.
+            matched = [
+                (r, base[key(r)]) for r in table.rows if r[label] == other and key(r) in base
+            ]
+            if not matched:
+                continue
             ranges = []
             for name in columns:
                 c = _column(table, name)
@@ -106,6 +111,8 @@ def rows_against(label: int, reference: str, columns: Sequence[str], ignore: Seq
                 if ratios:
                     ranges.append(f"{name} {_range(ratios)}")
             parts.append(f"{table.columns[label]} {other}: " + ", ".join(ranges))
+        if not parts:
+            return f"No row has a {table.columns[label]} {reference} row to be compared with."
         return (
             f"Against {table.columns[label]} {reference} (the same other settings): "
             + "; ".join(parts)
@@ -274,6 +281,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "detection/inference": against("torchvision", "time per photo"),
     "detection/training": detection_training,
     "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
+    "build/build": rows_against(1, "tensorflow", ["ready (s)", "first detect (s)"]),
     "backbones/backbones": rows_against(0, "resnet_rs101", ["step (s)", "peak memory (GB)"]),
     "backbones_onednn/backbones": rows_against(1, "on", ["step (s)", "peak memory (GB)"]),
     "timm_ports/timm_ports": against("timm (PyTorch)", "images/s"),

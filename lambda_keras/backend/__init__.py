@@ -2,6 +2,8 @@
 ([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
 ([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
 without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
+initial values from NumPy while the project builds a model on JAX
+([`host_initializers`][lambda_keras.backend.host_initializers]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])
 and what the project needs installed: TensorFlow for the packages that use it, PyTorch's oldest
 supported release on its backend ([`requirements`][lambda_keras.backend.requirements]).

@@ -53,8 +53,10 @@ import inspect
 
 import keras
 from keras import ops as K
+from keras.src.backend import compute_output_spec  # Keras' symbolic trace, every backend
 
 from lambda_keras import _validation as v
+from lambda_keras.backend.host_initializers import initial_values_on_host
 from lambda_keras.detection import ops, target_checks, targets
 from lambda_keras.detection.anchor_generator import AnchorGenerator, CentredAnchors
 from lambda_keras.detection.detections import select_detections
@@ -233,8 +235,14 @@ class MaskRCNN(keras.Model):
         if isinstance(input_shape, dict):
             input_shape = input_shape["images"]
         channels = input_shape[-1] if input_shape and input_shape[-1] else 3
-        side = SIZE_MULTIPLE
-        self.call(K.zeros((1, side, side, channels), self.compute_dtype))
+        shape = (1, SIZE_MULTIPLE, SIZE_MULTIPLE, channels)
+        with initial_values_on_host():  # on JAX: no compile per initial value's shape
+            if keras.backend.backend() == "jax":
+                # Traced, not run: JAX compiles each eager op for its shapes (800 compiles,
+                # most of the build's time); Keras creates the variables the trace meets.
+                compute_output_spec(self.call, keras.KerasTensor(shape, self.compute_dtype))
+            else:
+                self.call(K.zeros(shape, self.compute_dtype))
         self.built = True
 
     def get_build_config(self):

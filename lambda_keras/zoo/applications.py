@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from lambda_keras import _validation as v
+from lambda_keras.backend.host_initializers import initial_values_on_host
 from lambda_keras.zoo import weights as weights_lib
 
 POOLINGS = (None, "avg", "max")
@@ -188,8 +189,10 @@ def build(
     inputs = args.input_tensor
     if inputs is None:
         inputs = keras.Input(input_shape, name="images")
-    x = body(inputs)
-    x = _classifier(x, args, dropout_rate) if args.include_top else _pool(x, args.pooling)
+    # On JAX, initial values from NumPy (no compile per shape); zeros where weights follow.
+    with initial_values_on_host(overwritten=resolved is not None):
+        x = body(inputs)
+        x = _classifier(x, args, dropout_rate) if args.include_top else _pool(x, args.pooling)
     model = keras.Model(inputs, x, name=name)
     if isinstance(resolved, weights_lib.WeightsSpec):
         weights_lib.load_registered(model, resolved)

@@ -58,6 +58,13 @@ def test_rows_against_the_reference_row_with_the_same_other_labels():
     )
     said = summaries.rows_against(0, "tf", ["img/s"], ignore=[2])(train)
     assert said == "Against backend tf (the same other settings): backend jax: img/s 0.40-0.50x."
+    # Rows without their reference (a GPU image without TensorFlow) are compared with none.
+    train.rows = [r for r in train.rows if r[:2] != ["tf", "m2"]] + [["timm", "m3", "off", 5.0]]
+    said = summaries.rows_against(0, "tf", ["img/s"], ignore=[2])(train)
+    assert said == "Against backend tf (the same other settings): backend jax: img/s 0.40x."
+    train.rows = [r for r in train.rows if r[0] != "tf"]
+    said = summaries.rows_against(0, "tf", ["img/s"], ignore=[2])(train)
+    assert said == "No row has a backend tf row to be compared with."
 
 
 def test_the_fastest_implementation_is_counted_per_shape_and_backend():

@@ -44,6 +44,7 @@ import os
 
 import keras
 
+from lambda_keras.backend.host_initializers import initial_values_on_host
 from lambda_keras.checkpoints import read_checkpoint
 from lambda_keras.detection.anchor_generator import TorchvisionAnchors
 from lambda_keras.detection.fpn import FeaturePyramid  # noqa: F401  (registered for loading)
@@ -269,12 +270,17 @@ def _torchvision_mask_rcnn(
     if resolved is not None and not reset_class_layers:
         _check_weight_classes(weights, resolved, classes)
     coco = classes == COCO_CLASSES  # COCO's label layout: the classes are COCO's categories
-    model = _build(variant, classes, trainable_backbone_layers, coco, kwargs)
+    # On JAX, initial values from NumPy (no compile per shape); zeros where the file's follow.
+    with initial_values_on_host(overwritten=resolved is not None and not reset_class_layers):
+        model = _build(variant, classes, trainable_backbone_layers, coco, kwargs)
     if resolved is None:
         return model
     target = model
     if reset_class_layers:
-        target = _build(variant, _file_classes(resolved), trainable_backbone_layers, False, kwargs)
+        with initial_values_on_host(overwritten=True):
+            target = _build(
+                variant, _file_classes(resolved), trainable_backbone_layers, False, kwargs
+            )
     if isinstance(resolved, weights_lib.WeightsSpec):
         weights_lib.load_registered(target, resolved)
     else:
