@@ -122,6 +122,29 @@ def rows_against(label: int, reference: str, columns: Sequence[str], ignore: Seq
     return sentence
 
 
+def ready_times(table: Table) -> str:
+    """Each backend's time to a ready model (and to the first detection) as a multiple of
+    TensorFlow's, model by model."""
+    ready, first = _column(table, "ready (s)"), _column(table, "first detect (s)")
+    base = {row[0]: row for row in table.rows if row[1] == "tensorflow"}
+    parts = []
+    for backend in dict.fromkeys(row[1] for row in table.rows if row[1] != "tensorflow"):
+        cells = []
+        for row in table.rows:
+            reference = base.get(row[0])
+            if row[1] != backend or reference is None or not is_number(row[ready]):
+                continue
+            cell = f"{row[0]} {row[ready] / reference[ready]:.2f}x"
+            if is_number(row[first]) and is_number(reference[first]):
+                cell += f" (first detect {row[first] / reference[first]:.2f}x)"
+            cells.append(cell)
+        if cells:
+            parts.append(f"{backend}: " + ", ".join(cells))
+    if not parts:
+        return "No row has a TensorFlow row to be compared with."
+    return "Time to a ready model against TensorFlow's: " + "; ".join(parts) + "."
+
+
 def ratio_by_label(label: int, numerator: str, denominator: str, quantity: str):
     """``numerator / denominator`` per value of label column ``label`` (an implementation)."""
 
@@ -281,7 +304,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "detection/inference": against("torchvision", "time per photo"),
     "detection/training": detection_training,
     "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
-    "build/build": rows_against(1, "tensorflow", ["ready (s)", "first detect (s)"]),
+    "build/build": ready_times,
     "backbones/backbones": rows_against(0, "resnet_rs101", ["step (s)", "peak memory (GB)"]),
     "backbones_onednn/backbones": rows_against(1, "on", ["step (s)", "peak memory (GB)"]),
     "timm_ports/timm_ports": against("timm (PyTorch)", "images/s"),

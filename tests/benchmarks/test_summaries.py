@@ -167,3 +167,24 @@ def test_auto_over_the_sweep_names_each_backends_worst_cell_and_the_target():
     )
     summary.rows[0][4] = 1.2
     assert summaries.auto_over_sweep(summary).endswith("; over 1.1x: torch at batch 8.")
+
+
+def test_ready_times_are_against_tensorflow_model_by_model():
+    build = make(
+        ["model", "backend", "import (s)", "ready (s)", "first detect (s)", "second detect (s)"],
+        [
+            ("det", "tensorflow", 3.0, 4.0, 5.0, 2.0),
+            ("det", "jax", 2.0, 1.0, 10.0, 2.0),
+            ("net", "tensorflow", 3.0, 1.0, None, None),
+            ("net", "jax", 2.0, 2.0, None, None),
+            ("net", "torch", 3.0, 0.5, None, None),
+            ("new", "torch", 3.0, "failed", None, None),
+        ],
+        labels=2,
+    )
+    assert summaries.ready_times(build) == (
+        "Time to a ready model against TensorFlow's: jax: det 0.25x (first detect 2.00x), "
+        "net 2.00x; torch: net 0.50x."
+    )
+    build.rows = [row for row in build.rows if row[1] != "tensorflow"]
+    assert summaries.ready_times(build) == "No row has a TensorFlow row to be compared with."
