@@ -1,26 +1,31 @@
 """The accelerator suite in one command: layers, classifiers and Mask R-CNN on the machine's
 GPU or TPU, every backend installed, results files that name the device.
 
-Bounded to 8 minutes on one H100 by default (``--budget=480`` seconds): each stage gets a share
-of the budget less a minute's grace per stage; the training stage starts no row after its share
-and its results file names the rows it left out; a stage still running when its grace is over
-is stopped and ``summary.json`` says so. Not yet run on a GPU: none was lent to the sessions
-that wrote it, so the shares are a first guess. Each stage is one of the project's benchmark
-scripts, each backend in its own process, written to ``--output-dir``:
+Runs where TensorFlow is not installed (GPU images ship JAX and PyTorch without it): neither
+this process nor any JAX or PyTorch column imports it, and TensorFlow columns come only where it
+is installed. Bounded to 8 minutes on one H100 by default (``--budget=480`` seconds, JIT
+compiles included): each stage gets a share of the budget less a minute's grace per stage; the
+training stage starts no row after its share and its results file names the rows it left out;
+every stage writes its results file as it goes, and a stage still running when its grace is
+over is stopped and ``summary.json`` says so. The shares are a first guess until a GPU run
+sets them (the first GPU run: ../shared/gpu/h100-2026-11-26.md). Each stage is one of the
+project's benchmark scripts, each backend in its own process, written to ``--output-dir``:
 
 1. ``layers.json``: ``bench_layers.py --quick`` (the lambda layer at the paper's c4 and c5
    shapes, every implementation, and ``auto``'s choice against the fastest, per backend).
-2. ``train.json``: ``bench_train.py``: LambdaResNet-50, ResNet-RS-50, keras ResNet50 and
-   EfficientNetB0-B3, training and inference images/s, in float32, mixed bfloat16 and (on a
-   GPU) mixed float16.
+2. ``train.json``: ``bench_train.py``: the port of timm's LambdaResNet-50 (``lambda_resnet50ts``),
+   keras' ResNet50, ResNet-RS-50 and the paper's LambdaResNet-50, training and inference
+   images/s and the first step's seconds (its compiles), at batch 64 and 256 px in mixed
+   bfloat16, on each backend, with timm's own ``lambda_resnet50ts`` and ``resnet50`` as the
+   reference rows (eager PyTorch, bfloat16 autocast, channels_last convolutions).
 3. ``detection.json``: ``bench_detection.py``: the converted ``maskrcnn_resnet50_fpn`` against
-   torchvision (inference on two photos, one training step), where torchvision is installed.
+   torchvision on the same device (inference on two photos, one training step).
 
 ``summary.json`` lists each stage's command, seconds and whether it finished. ``--tiny`` runs
 the same stages at tiny sizes, float32 only, on a CPU (the tests).
 
     python benchmarks/accelerator.py --output-dir=benchmarks/results/accelerator/h100
-    python benchmarks/accelerator.py --tiny --backends=tensorflow --output-dir=/tmp/suite
+    python benchmarks/accelerator.py --tiny --backends=jax,torch --output-dir=/tmp/suite
 """
 
 from __future__ import annotations
@@ -42,19 +47,14 @@ BACKENDS = ("tensorflow", "jax", "torch")
 STAGES = ("layers", "train", "detection")
 SHARES = {"layers": 0.2, "train": 0.55, "detection": 0.25}  # of --budget, in this order
 GRACE = 60  # seconds a stage may run past its share (a row under way) before it is stopped
-TRAIN_MODELS = [
-    "lambda_resnet50",
-    "resnet_rs50",
-    "keras_resnet50",
-    *(f"efficientnet_b{k}" for k in range(4)),
-]
+# Those with a timm reference first: a budget that runs out leaves out the others, named.
+TRAIN_MODELS = ["lambda_resnet50ts", "keras_resnet50", "resnet_rs50", "lambda_resnet50"]
 
 
 def policies(device: str) -> list[str]:
-    """The precisions the device computes natively: float16 on GPUs only."""
-    if device == "cpu":
-        return ["float32"]
-    return ["float32", "bfloat16"] + (["float16"] if device != "tpu" else [])
+    """The training table's precision: mixed bfloat16 on an accelerator (the first GPU run's
+    method; the budget holds one precision), float32 on a CPU."""
+    return ["float32"] if device == "cpu" else ["bfloat16"]
 
 
 def plan(args, device: str) -> dict[str, list[str]]:
@@ -72,13 +72,15 @@ def plan(args, device: str) -> dict[str, list[str]]:
                 "--no-timm", "--skip-memory", "--max-seconds=5", output="layers.json",
             ),
             "train": script(
-                "bench_train", "--size", "32", "--batch", "1", "--steps", "1", "--no-xla",
-                "--no-pipeline", "--models", "resnet_rs50", "efficientnet_b0",
-                "--policies", "float32", "--backends", *args.backends, output="train.json",
+                "bench_train", "--size", "64", "--batch", "2", "--steps", "1", "--no-xla",
+                "--no-pipeline", "--models", "lambda_resnet50ts", "keras_resnet50",
+                "--policies", "float32",
+                "--backends", *args.backends, "timm", output="train.json",
             ),
             "detection": script(
                 "bench_detection", f"--backends={backends}", "--tables=training",
-                "--sizes=128", "--models=resnet_rs50", "--repeats=1", output="detection.json",
+                "--sizes=128", "--models=maskrcnn_resnet50_fpn", "--repeats=1",
+                output="detection.json",
             ),
         }  # fmt: skip
     return {
@@ -87,14 +89,14 @@ def plan(args, device: str) -> dict[str, list[str]]:
             output="layers.json",
         ),
         "train": script(
-            "bench_train", "--batch", "64", "--steps", "5", "--no-xla", "--no-pipeline",
-            "--models", *TRAIN_MODELS, "--policies", *policies(device),
-            "--backends", *args.backends, output="train.json",
+            "bench_train", "--batch", "64", "--size", "256", "--steps", "10", "--no-xla",
+            "--no-pipeline", "--models", *TRAIN_MODELS, "--policies", *policies(device),
+            "--backends", *args.backends, "timm", output="train.json",
         ),
         "detection": script(
             "bench_detection", f"--backends={backends}", "--sizes=512", "--repeats=3",
             "--models=maskrcnn_resnet50_fpn,lambda_resnet50,resnet_rs50",
-            output="detection.json",
+            f"--threads={os.cpu_count() or 1}", output="detection.json",
         ),
     }  # fmt: skip
 

@@ -1,7 +1,11 @@
 """Mask R-CNN speed on every Keras backend against torchvision: inference per photo, training step.
 
 Each column runs in its own process (``--threads`` threads, default 2): the Keras backends in
-``--backends`` and, where installed, torchvision. Medians of ``--repeats`` after one warm-up.
+``--backends`` and, where installed, torchvision, on the device its framework computes on (the
+GPU where there is one: torchvision's model and tensors go there as Keras' do; its process
+converts the weights with Keras on PyTorch, so no column but TensorFlow's imports TensorFlow).
+Medians of ``--repeats`` after one warm-up. The results file is written after every column: a
+run stopped midway keeps the columns it measured.
 
 **Inference** (``--tables=inference``): torchvision's ``maskrcnn_resnet50_fpn`` (random weights,
 ``torch.manual_seed(0)``) and the same model converted
@@ -33,7 +37,9 @@ step.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -141,6 +147,25 @@ def _keras_model(name: str, size: int, workdir: str):
     return MaskRCNN(family(depth), num_classes=80)
 
 
+def _device() -> str:
+    """Where torchvision computes: the GPU where there is one, as Keras' columns do."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _synchronized(step):
+    """``step`` that returns when the device has finished it (CUDA runs asynchronously)."""
+    import torch
+
+    def run():
+        step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    return run
+
+
 def torchvision_cells(args) -> dict[str, float]:
     import torch
     import torchvision
@@ -152,14 +177,15 @@ def torchvision_cells(args) -> dict[str, float]:
             weights=None, weights_backbone=None, num_classes=91
         ).eval()
         _convert(model, args.workdir)
+        model.to(_device())
         for name, photo in photos().items():
-            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1).to(_device()) / 255.0
 
             def infer(tensor=tensor):
                 with torch.inference_mode():
                     model([tensor])
 
-            cells[f"infer {name}"] = median_seconds(infer, args.repeats, warmups=1)
+            cells[f"infer {name}"] = median_seconds(_synchronized(infer), args.repeats, warmups=1)
     if "training" in args.tables and CONVERTED in args.models:
         for size in args.sizes:
             cells[f"step {CONVERTED} {size}"] = _torchvision_step(size, args)
@@ -173,7 +199,7 @@ def _convert(model, workdir: str, name: str = "converted") -> None:
     from lambda_keras.detection.convert_torchvision import convert
 
     checkpoint = os.path.join(workdir, f"{name}.pth")
-    torch.save(model.state_dict(), checkpoint)
+    torch.save({key: value.cpu() for key, value in model.state_dict().items()}, checkpoint)
     convert(CONVERTED, checkpoint, os.path.join(workdir, f"{name}.weights.h5"))
 
 
@@ -182,9 +208,10 @@ def _torchvision_step(size: int, args) -> float:
 
     model = _torchvision_fine_tuning_model(size)
     _convert(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
-    model.train()
+    device = _device()
+    model.to(device).train()
     images, targets = synthetic(args.batch, size)
-    tensors = [torch.from_numpy(im).permute(2, 0, 1) / 255.0 for im in images]
+    tensors = [torch.from_numpy(im).permute(2, 0, 1).to(device) / 255.0 for im in images]
     optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE, momentum=0.9)
     torch_targets = []
     for b in range(args.batch):
@@ -194,9 +221,9 @@ def _torchvision_step(size: int, args) -> float:
             masks[i, y1:y2, x1:x2] = 1
         torch_targets.append(
             {
-                "boxes": torch.from_numpy(yxyx[:, [1, 0, 3, 2]].copy()),
-                "labels": torch.from_numpy(targets["classes"][b].astype("int64") + 1),
-                "masks": masks,
+                "boxes": torch.from_numpy(yxyx[:, [1, 0, 3, 2]].copy()).to(device),
+                "labels": torch.from_numpy(targets["classes"][b].astype("int64") + 1).to(device),
+                "masks": masks.to(device),
             }
         )
 
@@ -206,7 +233,7 @@ def _torchvision_step(size: int, args) -> float:
         sum(losses.values()).backward()
         optimizer.step()
 
-    return median_seconds(train_step, args.repeats, warmups=1)
+    return median_seconds(_synchronized(train_step), args.repeats, warmups=1)
 
 
 def _torchvision_fine_tuning_model(size: int):
@@ -241,7 +268,8 @@ def child(args) -> None:
 
 
 def run_child(column: str, args, argv: list[str]) -> dict[str, float]:
-    backend = column if column in KERAS_BACKENDS else "tensorflow"
+    # torchvision's column converts its weights with Keras: on PyTorch, which it has anyway.
+    backend = column if column in KERAS_BACKENDS else "torch"
     command = [sys.executable, os.path.abspath(__file__), *argv, f"--child={column}"]
     command.append(f"--workdir={args.workdir}")
     return run_json_child(column, command, child_env(backend, args.threads))
@@ -315,12 +343,24 @@ def main(argv=None) -> None:
     if args.child:
         child(args)
         return
-    columns = [c for c in ["torchvision", *args.backends] if installed(c)]
-    missing = [c for c in ["torchvision", *args.backends] if not installed(c)]
+    # torchvision's column: its inference, and its training step of the converted model only.
+    reference = ["torchvision"] if "inference" in args.tables or CONVERTED in args.models else []
+    columns = [c for c in [*reference, *args.backends] if installed(c)]
+    missing = [c for c in [*reference, *args.backends] if not installed(c)]
+    results = {}
     with tempfile.TemporaryDirectory() as workdir:
         args.workdir = workdir
         passed = [a for a in argv if not a.startswith("--output")]
-        results = {column: run_child(column, args, passed) for column in columns}
+        for column in columns:
+            results[column] = run_child(column, args, passed)
+            if column != columns[-1]:  # so far, quietly: a stopped run keeps these
+                with contextlib.redirect_stdout(io.StringIO()):
+                    write_tables(results, [c for c in columns if c in results], missing, args)
+    write_tables(results, columns, missing, args)
+
+
+def write_tables(results: dict, columns: list[str], missing: list[str], args) -> None:
+    """The tables of the columns measured, printed and written to ``--output``."""
     tables = []
     if "inference" in args.tables:
         tables.append(inference_table(results, columns))

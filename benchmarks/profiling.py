@@ -239,8 +239,9 @@ def _jax_step(layer, x, training, backward, inputs):
 
 def _torch_step(layer, call, x, backward):
     import torch
+    from keras.src.backend.torch.core import get_device
 
-    x = torch.tensor(x, requires_grad=backward)
+    x = torch.tensor(x, requires_grad=backward, device=get_device())  # on Keras' device
 
     def run():
         if not backward:
@@ -249,6 +250,8 @@ def _torch_step(layer, call, x, backward):
         layer.zero_grad()
         x.grad = None
         (call(x).float() ** 2).sum().backward()
+        if x.is_cuda:
+            torch.cuda.synchronize()  # the gradient is computed when the call returns
         return x.grad
 
     return (lambda: None), run

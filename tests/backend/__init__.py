@@ -125,6 +125,20 @@ def child_env(backend: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+def child_env_without_tensorflow(folder, backend: str | None = None, **extra: str):
+    """:func:`child_env` for a process tree in which TensorFlow cannot be imported, as on a GPU
+    image without it: a ``sitecustomize`` in ``folder``, first on ``PYTHONPATH``, that every
+    process started from it runs (``import tensorflow`` fails, ``find_spec`` finds nothing)."""
+    from pathlib import Path
+
+    (Path(folder) / "sitecustomize.py").write_text(
+        'import sys\nsys.modules["tensorflow"] = None  # any import of it fails\n'
+    )
+    env = child_env(backend, **extra)
+    env["PYTHONPATH"] = f"{folder}:{env['PYTHONPATH']}"
+    return env
+
+
 def run_script_on_jax(script: str, *args: str, devices: int = 2, timeout: int = 1200) -> str:
     """``python scripts/<script> --backend=jax *args`` over ``devices`` CPU devices; returns
     its output (the run must succeed)."""

@@ -1,7 +1,6 @@
 """Every benchmark script refuses a bad argument in one line (argparse, exit 2) before it builds
 or times anything."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -11,7 +10,6 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-HAVE_TIMM = all(importlib.util.find_spec(m) for m in ("timm", "torch"))
 
 CASES = [
     ("accelerator", "--stages=speed", "--stages", "'speed' is not one of layers, train"),
@@ -22,6 +20,9 @@ CASES = [
     ("bench_backbones", "--models=vgg16", "--models", "'vgg16' is not one of lambda_resnet<depth>"),
     ("bench_backbones", "--models=resnet_rs51", "--models", "'resnet_rs51'"),
     ("bench_backbones", "--onednn=maybe", "--onednn", "'maybe' is not one of on, off"),
+    ("bench_build", "--models=vgg16", "--models", "'vgg16' is not one of maskrcnn_resnet50_fpn"),
+    ("bench_build", "--backends=mxnet", "--backends", "'mxnet' is not one of tensorflow"),
+    ("bench_build", "--repeats=0", "--repeats", "positive integer"),
     ("bench_detection", "--sizes=500", "--sizes", "multiples of 64"),
     ("bench_detection", "--sizes=512,", "--sizes", "comma-separated"),
     ("bench_detection", "--models=resnet50", "--models", "'resnet50' is not one of"),
@@ -36,6 +37,7 @@ CASES = [
     ("bench_train", "--steps=0", "--steps", "positive integer"),
     ("bench_train", "--batch=x", "--batch", "'x'"),
     ("bench_train", "--size=0", "--size", "positive integer"),
+    ("bench_train", "--backends=mxnet", "--backends", "invalid choice: 'mxnet'"),
     ("bench_main_job", "--epochs=0", "--epochs", "positive integer"),
     ("bench_xla_flags", "--flags=fast", "--flags", "'fast' is not one of none, ynn"),
     ("bench_xla_flags", "--detection-sizes=100", "--detection-sizes", "multiples of 64"),
@@ -49,12 +51,16 @@ CASES = [
 SCRIPTS = sorted({case[0] for case in CASES})
 
 
-@pytest.mark.parametrize("script", SCRIPTS)
+@pytest.mark.parametrize(
+    "script",
+    [  # bench_timm_ports imports torch and timm
+        pytest.param(s, marks=pytest.mark.torch("timm")) if s == "bench_timm_ports" else s
+        for s in SCRIPTS
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(script):
     """Each case runs the script as ``__main__`` (argparse's exit, no traceback), all of one
     script's cases in one process: the script imports TensorFlow once, not once per case."""
-    if script == "bench_timm_ports" and not HAVE_TIMM:
-        pytest.skip("bench_timm_ports imports torch and timm")
     cases = [case for case in CASES if case[0] == script]
     result = subprocess.run(
         [
