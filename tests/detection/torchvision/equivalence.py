@@ -8,8 +8,8 @@ Run as a script (PyTorch must be imported before TensorFlow in one process)::
 
 torchvision builds the model (91 labels) with a fixed seed; the batch norms of its backbone (and
 of v2's FPN) take their statistics from the photos, those of v2's heads random ones, and all
-their affine parameters are perturbed; for v1 every epsilon is set to 0 (as torchvision does for
-its COCO weights; v2 keeps 1e-5); the class, box and objectness layers are scaled so that
+their affine parameters are perturbed; for v1 every epsilon is set to 0 and each batch norm made
+torchvision's ``FrozenBatchNorm2d`` (as in torchvision's COCO model; v2 keeps 1e-5); the class, box and objectness layers are scaled so that
 detections are many and varied. The state dict is saved as ``.pth``, converted with
 ``python -m lambda_keras.detection.convert_torchvision`` and loaded by
 ``maskrcnn_resnet50_fpn(weights=...)``, which is exported as a SavedModel with
@@ -88,8 +88,25 @@ def torchvision_model(images: list[np.ndarray], name: str) -> torch.nn.Module:
                 bn.running_var.uniform_(0.5, 2.0, generator=generator)
             bn.weight.mul_(0.5 + torch.rand(bn.weight.shape, generator=generator))
             bn.bias.add_(0.1 * torch.randn(bn.bias.shape, generator=generator))
+        if name == "maskrcnn_resnet50_fpn":
+            frozen_batch_norms(model)
         scale_outputs(model, images[0])
     return model
+
+
+def frozen_batch_norms(model: torch.nn.Module) -> None:
+    """Every ``BatchNorm2d`` (calibrated, eps 0) replaced by torchvision's ``FrozenBatchNorm2d``
+    with its statistics and parameters: the module torchvision's COCO v1 model has, and the one
+    PyTorch 2.11 runs with eps 0 (its ``F.batch_norm`` refuses eps 0)."""
+    from torchvision.ops import FrozenBatchNorm2d
+
+    for parent in list(model.modules()):
+        for child_name, child in list(parent.named_children()):
+            if isinstance(child, torch.nn.BatchNorm2d):
+                frozen = FrozenBatchNorm2d(child.num_features, eps=child.eps)
+                for buffer in ("weight", "bias", "running_mean", "running_var"):
+                    getattr(frozen, buffer).copy_(getattr(child, buffer).detach())
+                setattr(parent, child_name, frozen)
 
 
 def scale_outputs(model, image) -> None:
