@@ -31,7 +31,6 @@ the same stages at tiny sizes, float32 only, on a CPU (the tests).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -39,7 +38,7 @@ import sys
 import time
 from pathlib import Path
 
-from arguments import names, positive_int
+from arguments import add_backends_argument, names, positive_int
 from results import device_name
 
 HERE = Path(__file__).resolve().parent
@@ -118,11 +117,10 @@ def run_stage(command: list[str], seconds: float) -> dict:
 
 
 def parse(argv):
-    installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--backends", type=names(BACKENDS), default=installed)
+    add_backends_argument(parser, BACKENDS)
     parser.add_argument("--stages", type=names(STAGES), default=list(STAGES))
     parser.add_argument("--budget", type=positive_int, default=480, help="seconds in all")
     parser.add_argument("--tiny", action="store_true", help="tiny sizes on a CPU (the tests)")

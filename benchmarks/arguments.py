@@ -4,7 +4,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterable
+import importlib.util
+from collections.abc import Callable, Iterable, Sequence
 
 
 def positive_int(text: str) -> int:
@@ -52,6 +53,12 @@ def names(allowed: Iterable[str], pattern: str | None = None) -> Callable[[str],
         return values
 
     return parse
+
+
+def add_backends_argument(parser: argparse.ArgumentParser, backends: Sequence[str]) -> None:
+    """``--backends``: a comma-separated list of ``backends``, by default those installed."""
+    installed = [b for b in backends if importlib.util.find_spec(b) is not None]
+    parser.add_argument("--backends", type=names(backends), default=installed)
 
 
 def _items(text: str) -> list[str]:

@@ -20,7 +20,6 @@ Each cell is the median of ``--repeats`` processes; the models:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import statistics
@@ -28,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from arguments import names, positive_int
+from arguments import add_backends_argument, names, positive_int
 from children import child_env, run_json_child
 from results import Table, add_output_argument, write
 
@@ -114,11 +113,10 @@ def median_cells(runs: list[dict]) -> dict:
 
 
 def parse(argv):
-    installed = [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--backends", type=names(BACKENDS), default=installed)
+    add_backends_argument(parser, BACKENDS)
     parser.add_argument("--models", type=names(MODELS), default=list(MODELS))
     parser.add_argument("--repeats", type=positive_int, default=3, help="processes per cell")
     add_output_argument(parser)

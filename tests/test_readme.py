@@ -35,6 +35,17 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_command in ci_lines
 
 
+def test_ci_then_runs_every_pytorch_test_on_the_oldest_supported_pytorch():
+    """After the README's command: the [test-torch] floor installed, then the end-to-end tier
+    and every torch-marked test, where a missing PyTorch package fails (the README says so)."""
+    ci_lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
+    tier = '-m "(end_to_end or torch) and not slow"'
+    install = ci_lines.index('.venv/bin/pip install -e ".[cpu,test,test-torch]"')
+    run = ci_lines.index(f"LAMBDA_KERAS_TORCH_TESTS=required .venv/bin/python -m pytest {tier}")
+    assert ci_lines.index(blocks("bash")[1].strip()) < install < run
+    assert f"pytest {tier}" in " ".join(README.split())
+
+
 @pytest.mark.end_to_end
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
     """``weights="imagenet"`` downloads from a local mirror of the Hub (random weights)."""

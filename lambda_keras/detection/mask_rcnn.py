@@ -53,7 +53,7 @@ import inspect
 
 import keras
 from keras import ops as K
-from keras.src.backend import compute_output_spec  # Keras' symbolic trace, every backend
+from keras.src.backend import compute_output_spec  # Keras' symbolic trace (JAX: jax.eval_shape)
 
 from lambda_keras import _validation as v
 from lambda_keras.backend.host_initializers import initial_values_on_host
