@@ -9,9 +9,10 @@ Run as a script (PyTorch must be imported before TensorFlow in one process)::
 torchvision builds the model (91 labels) with a fixed seed; the batch norms of its backbone (and
 of v2's FPN) take their statistics from the photos, those of v2's heads random ones, and all
 their affine parameters are perturbed; for v1 every epsilon is set to 0 and each batch norm made
-torchvision's ``FrozenBatchNorm2d`` (as in torchvision's COCO model; v2 keeps 1e-5); the class, box and objectness layers are scaled so that
-detections are many and varied. The state dict is saved as ``.pth``, converted with
-``python -m lambda_keras.detection.convert_torchvision`` and loaded by
+torchvision's ``FrozenBatchNorm2d`` (as in torchvision's COCO model; v2 keeps 1e-5); the class,
+box and objectness layers are scaled so that detections are many and varied. The state dict is
+saved as ``.pth``, converted with ``python -m lambda_keras.detection.convert_torchvision`` and
+loaded by
 ``maskrcnn_resnet50_fpn(weights=...)``, which is exported as a SavedModel with
 ``export_detector`` (no ``image_size``) where Keras runs on TensorFlow. Both detect on each photo
 (scikit-image and scikit-learn samples: landscape, upright and square) at torchvision's own
