@@ -76,9 +76,10 @@ def test_what_jax_wrote_evaluates_and_serves_on_tensorflow(runs):
     by_saved_model = evaluate(str(run / "saved_model"), source, image_size=32)
     assert by_keras["examples"] == by_saved_model["examples"] == 360
     # JAX's evaluate (batches padded for the two devices, weights 0 on the padding) and
-    # TensorFlow's agree on every image.
-    assert by_keras["top1"] == pytest.approx(top1(two), abs=1e-6)
-    assert by_saved_model["top1"] == pytest.approx(top1(two), abs=1e-6)
+    # TensorFlow's agree on every image: the same share of 360 images, printed to 4 decimals.
+    assert by_keras["top1"] == pytest.approx(top1(two), abs=5e-5)
+    assert by_saved_model["top1"] == pytest.approx(top1(two), abs=5e-5)
+    assert by_keras["top1"] == by_saved_model["top1"]
 
 
 @pytest.mark.slow
