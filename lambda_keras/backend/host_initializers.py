@@ -17,8 +17,10 @@ random initializers give zeros: no draw at all. Keras' own code computes the par
 scales); only the draws move to the host.
 
 The project's builders use it (the zoo's, the Mask R-CNN's); a user's own Keras model built
-outside them is initialised by Keras as before. TensorFlow and PyTorch initialise eagerly without
-compiling, and keep Keras' initializers.
+outside them is initialised by Keras as before, in every thread. Keras' own functions run where
+a value is traced (a symbolic build reading an uninitialised variable, Keras' sharded
+initialisation under ``jax.jit`` on many devices) and for integer dtypes. TensorFlow and
+PyTorch initialise eagerly without compiling, and keep Keras' initializers.
 """
 
 from __future__ import annotations
@@ -32,7 +34,21 @@ import numpy as np
 
 __all__ = ["initial_values_on_host"]
 
-_active = threading.local()
+_setting = threading.local()  # .overwritten: this thread's block's setting, None outside one
+_lock = threading.Lock()
+_installed = {"blocks": 0, "keras": {}}  # blocks open in the process; Keras' own, while patched
+
+
+def _host_setting() -> bool | None:
+    """``overwritten`` of this thread's block, or None where Keras' own initializers run:
+    outside a block, in a stateless scope or a JAX trace (a traced value: nothing compiles)."""
+    overwritten = getattr(_setting, "overwritten", None)
+    if overwritten is None:
+        return None
+    from keras.src.backend.common.stateless_scope import in_stateless_scope
+    from keras.src.utils.jax_utils import is_in_jax_tracing_scope
+
+    return None if in_stateless_scope() or is_in_jax_tracing_scope() else overwritten
 
 
 class _Delegate:
@@ -70,14 +86,22 @@ def _truncated(generator: np.random.Generator, shape) -> np.ndarray:
     return values
 
 
-def _random_functions(keras_random, overwritten: bool) -> dict:
-    """Host versions of Keras' backend ``normal``, ``truncated_normal`` and ``uniform``; Keras'
-    own inside a stateless scope (a symbolic trace reads an uninitialised variable's value
-    there: traced, nothing is compiled or kept)."""
-    from keras.src.backend.common.stateless_scope import in_stateless_scope
+def _on_device(values: np.ndarray):
+    """One copy to the device: ``jax.device_put``, where Keras' ``jnp.asarray`` of a NumPy array
+    compiles a program per shape (JAX 0.10: ``lax.stage``)."""
+    import jax
+
+    return jax.device_put(values)
+
+
+def _random_functions(keras_random) -> dict:
+    """Host versions of Keras' backend ``normal``, ``truncated_normal`` and ``uniform``, Keras'
+    own where :func:`_host_setting` says so or the dtype is not a float (Keras refuses those)."""
 
     def draw(name, shape, seed, dtype, sample, **parameters):
-        if in_stateless_scope():
+        overwritten = _host_setting()
+        dtype = keras.backend.standardize_dtype(dtype)
+        if overwritten is None or "float" not in dtype:
             return getattr(keras_random, name)(shape, dtype=dtype, seed=seed, **parameters)
         generator = _generator(seed)  # drawn even when unused: Keras' seed sequence stays
         values = np.zeros(shape) if overwritten else sample(generator, tuple(shape))
@@ -104,29 +128,71 @@ def _random_functions(keras_random, overwritten: bool) -> dict:
     return {"normal": normal, "truncated_normal": truncated_normal, "uniform": uniform}
 
 
-def _on_device(values: np.ndarray):
-    """One copy to the device: ``jax.device_put``, where Keras' ``jnp.asarray`` of a NumPy array
-    compiles a program per shape (JAX 0.10: ``lax.stage``)."""
-    import jax
-
-    return jax.device_put(values)
-
-
-def _constant_calls() -> dict:
-    """Host versions of the constant initializers' ``__call__``, by class."""
+def _constant_calls(keras_calls: dict) -> dict:
+    """Host versions of the constant initializers' ``__call__``, by class (Keras' own where
+    :func:`_host_setting` says so)."""
     from keras.src.initializers import constant_initializers as constant
 
-    def zeros(self, shape, dtype=None):
-        return _on_device(np.zeros(shape, _numpy_dtype(dtype)))
+    def zeros(shape, dtype):
+        return np.zeros(shape, _numpy_dtype(dtype))
 
-    def ones(self, shape, dtype=None):
-        return _on_device(np.ones(shape, _numpy_dtype(dtype)))
+    def ones(shape, dtype):
+        return np.ones(shape, _numpy_dtype(dtype))
 
-    def constant_value(self, shape, dtype=None):
+    def constant_value(self, shape, dtype):  # Keras': value * ones(shape)
         value = np.asarray(keras.ops.convert_to_numpy(self.value), _numpy_dtype(dtype))
-        return _on_device(value * np.ones(shape, value.dtype))  # Keras': value * ones(shape)
+        return value * np.ones(shape, value.dtype)
 
-    return {constant.Zeros: zeros, constant.Ones: ones, constant.Constant: constant_value}
+    def host(cls, values):
+        def call(self, shape, dtype=None):
+            if _host_setting() is None:
+                return keras_calls[cls](self, shape, dtype)
+            if cls is constant.Constant:
+                return _on_device(values(self, shape, dtype))
+            return _on_device(values(shape, dtype))
+
+        return call
+
+    return {
+        cls: host(cls, values)
+        for cls, values in (
+            (constant.Zeros, zeros),
+            (constant.Ones, ones),
+            (constant.Constant, constant_value),
+        )
+    }
+
+
+def _install() -> None:
+    """Keras' initializers' functions replaced by the host versions (which hand every call
+    outside a block back to Keras), while any thread has a block open."""
+    from keras.src.initializers import constant_initializers, random_initializers
+
+    with _lock:
+        _installed["blocks"] += 1
+        if _installed["blocks"] > 1:
+            return
+        keras_random = random_initializers.random
+        classes = (constant_initializers.Zeros, constant_initializers.Ones)
+        classes += (constant_initializers.Constant,)
+        keras_calls = {cls: cls.__dict__["__call__"] for cls in classes}
+        _installed["keras"] = {"random": keras_random, "calls": keras_calls}
+        random_initializers.random = _Delegate(keras_random, **_random_functions(keras_random))
+        for cls, call in _constant_calls(keras_calls).items():
+            cls.__call__ = call
+
+
+def _uninstall() -> None:
+    from keras.src.initializers import random_initializers
+
+    with _lock:
+        _installed["blocks"] -= 1
+        if _installed["blocks"]:
+            return
+        originals, _installed["keras"] = _installed["keras"], {}
+        random_initializers.random = originals["random"]
+        for cls, call in originals["calls"].items():
+            cls.__call__ = call
 
 
 @contextlib.contextmanager
@@ -138,7 +204,8 @@ def initial_values_on_host(overwritten: bool = False) -> Iterator[None]:
             after the build): random initializers give zeros instead of drawing. Defaults to
             `False`.
 
-    Nested blocks keep the outermost block's setting. Elsewhere than JAX, nothing changes.
+    Nested blocks keep the outermost block's setting; the setting is this thread's (another
+    thread's builds keep Keras' initializers). Elsewhere than JAX, nothing changes.
 
     Examples:
 
@@ -155,22 +222,13 @@ def initial_values_on_host(overwritten: bool = False) -> Iterator[None]:
             f"`overwritten` must be True or False; received overwritten={overwritten!r} "
             f"({type(overwritten).__name__})."
         )
-    if keras.backend.backend() != "jax" or getattr(_active, "on", False):
+    if keras.backend.backend() != "jax" or getattr(_setting, "overwritten", None) is not None:
         yield
         return
-    from keras.src.initializers import random_initializers
-
-    keras_random, keras_calls = random_initializers.random, {}
-    _active.on = True
-    random_initializers.random = _Delegate(
-        keras_random, **_random_functions(keras_random, overwritten)
-    )
-    for cls, call in _constant_calls().items():
-        keras_calls[cls], cls.__call__ = cls.__dict__["__call__"], call
+    _install()
     try:
+        _setting.overwritten = overwritten
         yield
     finally:
-        random_initializers.random = keras_random
-        for cls, call in keras_calls.items():
-            cls.__call__ = call
-        _active.on = False
+        _setting.overwritten = None
+        _uninstall()

@@ -4,6 +4,8 @@ under Keras' seed, zeros where weights follow, nothing compiled, Keras' own func
 the block and everywhere else. Runs in the JAX child of tests/test_backends.py; the check that
 other backends keep Keras' initializers runs everywhere."""
 
+import contextlib
+
 import keras
 import numpy as np
 import pytest
@@ -106,6 +108,40 @@ def test_nothing_compiles_in_the_block_and_keras_functions_come_back():
     assert np.abs(keras.ops.convert_to_numpy(inner.kernel)).max() > 0
     assert random_initializers.random is keras_random
     assert constant_initializers.Zeros.__call__ is keras_zeros
+
+
+@on_jax
+def test_another_thread_and_traced_initialisation_keep_keras_initializers():
+    """A block is this thread's: a build in another thread meanwhile, and an initializer under
+    jax.jit (Keras' sharded initialisation on many devices), get Keras' own values."""
+    import concurrent.futures
+
+    import jax
+
+    def kernel():
+        layer = keras.layers.Dense(5, kernel_initializer=keras.initializers.HeNormal(seed=11))
+        layer.build((None, 7))
+        return keras.ops.convert_to_numpy(layer.kernel)
+
+    keras_own = kernel()
+    jitted = jax.jit(keras.initializers.GlorotUniform(seed=3).__call__, static_argnums=(0, 1))
+    with initial_values_on_host(overwritten=True):
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            elsewhere = pool.submit(kernel).result()
+        traced = jitted((4, 6), "float32")
+        here = kernel()
+    np.testing.assert_array_equal(elsewhere, keras_own)
+    np.testing.assert_array_equal(traced, jitted((4, 6), "float32"))
+    assert np.abs(keras.ops.convert_to_numpy(traced)).max() > 0
+    assert not here.any()  # this thread's block: zeros, a weights file follows
+    np.testing.assert_array_equal(kernel(), keras_own)
+
+
+@on_jax
+def test_integer_dtypes_get_keras_own_answer():
+    for block in (contextlib.nullcontext(), initial_values_on_host()):
+        with block, pytest.raises(ValueError, match="must be a float dtype, got int32"):
+            keras.Variable(keras.initializers.RandomUniform(0, 9, seed=1), (3,), dtype="int32")
 
 
 @on_jax
