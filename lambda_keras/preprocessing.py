@@ -56,17 +56,20 @@ def eval_image(image, image_size: int, crop_fraction: float = 0.875):
 
 
 def normalize(images):
-    """ImageNet mean/std normalisation of ``[0, 255]`` images ``[..., 3]``, in their dtype.
+    """ImageNet mean/std normalisation of ``[0, 255]`` images ``[..., 3]``.
 
     A tensor of Keras' backend (a Mask R-CNN's input) is normalised with the constants as
-    tensors of that backend, on its device: ``tensor - ndarray`` would be computed by NumPy,
-    through host memory (which a GPU tensor refuses). TensorFlow tensors in ``tf.data`` and
+    tensors of that backend, on its device (``tensor - ndarray`` would be computed by NumPy,
+    through host memory, which a GPU tensor refuses), in float32 at least: a floating tensor
+    comes back in its dtype, an integer one as float32. TensorFlow tensors in ``tf.data`` and
     serving graphs, Keras' symbolic tensors and NumPy arrays take the constants as they are."""
     import keras
 
     if keras.ops.is_tensor(images):
         dtype = keras.ops.dtype(images)
-        mean = keras.ops.convert_to_tensor(IMAGENET_MEAN, dtype)
-        std = keras.ops.convert_to_tensor(IMAGENET_STD, dtype)
-        return (images - mean) / std
+        compute = keras.backend.result_type(dtype, "float32")
+        mean = keras.ops.convert_to_tensor(IMAGENET_MEAN, compute)
+        std = keras.ops.convert_to_tensor(IMAGENET_STD, compute)
+        normalized = (keras.ops.cast(images, compute) - mean) / std
+        return keras.ops.cast(normalized, dtype) if "float" in dtype else normalized
     return (images - IMAGENET_MEAN) / IMAGENET_STD

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.backend import FAST_XLA_COMPILE
+from tests.backend import FAST_XLA_COMPILE, NO_TENSORFLOW
 from tests.detection import test_every_backend as detection_exchange
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,6 +62,7 @@ CORE = [
     "tests/detection/ops/test_roi_align_sparse.py",
     "tests/backend/test_torch_channels_last.py",
     "tests/backend/test_host_initializers.py",
+    "tests/test_preprocessing.py",
     # No tensor reaches NumPy implicitly: the library's paths where tensors refuse it (GPUs).
     "tests/test_device_tensors.py",
     "tests/detection/test_detect.py",
@@ -88,12 +89,7 @@ EVERYTHING = [
 
 
 # The child runs with TensorFlow unimportable: the layers, the zoo and these tests need none.
-WITHOUT_TENSORFLOW = """
-import sys
-sys.modules["tensorflow"] = None  # any import of it fails
-import pytest
-sys.exit(pytest.main(sys.argv[1:]))
-"""
+WITHOUT_TENSORFLOW = NO_TENSORFLOW + "import pytest\nsys.exit(pytest.main(sys.argv[1:]))\n"
 
 
 def run_child_pytest(backend: str, tests: list[str], exchange: Path, marks: str):

@@ -125,15 +125,18 @@ def child_env(backend: str | None = None, **extra: str) -> dict[str, str]:
     return env
 
 
+NO_TENSORFLOW = 'import sys\nsys.modules["tensorflow"] = None  # any import of it fails\n'
+"""Python that makes ``import tensorflow`` fail (and ``find_spec`` find nothing) in its process:
+the first lines of a child that proves it needs no TensorFlow."""
+
+
 def child_env_without_tensorflow(folder, backend: str | None = None, **extra: str):
     """:func:`child_env` for a process tree in which TensorFlow cannot be imported, as on a GPU
     image without it: a ``sitecustomize`` in ``folder``, first on ``PYTHONPATH``, that every
     process started from it runs (``import tensorflow`` fails, ``find_spec`` finds nothing)."""
     from pathlib import Path
 
-    (Path(folder) / "sitecustomize.py").write_text(
-        'import sys\nsys.modules["tensorflow"] = None  # any import of it fails\n'
-    )
+    (Path(folder) / "sitecustomize.py").write_text(NO_TENSORFLOW)
     env = child_env(backend, **extra)
     env["PYTHONPATH"] = f"{folder}:{env['PYTHONPATH']}"
     return env
