@@ -53,7 +53,8 @@ def require_torch_floor(installed: str | None = None) -> None:
         import torch
 
         installed = torch.__version__
-    if Version(installed) < Version(TORCH_FLOOR):  # "2.11.0+cu130" passes, "2.11.0rc1" not
+    # The release numbers: "2.11.0+cu130", and NVIDIA's "2.11.0a0+<commit>" builds, pass.
+    if Version(installed).release < Version(TORCH_FLOOR).release:
         raise ImportError(
             f"lambda_keras on Keras' PyTorch backend needs PyTorch >= {TORCH_FLOOR}; installed: "
             f"{installed}. pip install 'lambda-keras[torch]' (PyTorch >= {TORCH_FLOOR}, "

@@ -12,7 +12,7 @@ from lambda_keras.backend import requirements
 from tests.backend import child_env
 
 
-@pytest.mark.parametrize("installed", ["2.10.1", "2.9.0+cu128", "1.13.1", "2.11.0rc1"])
+@pytest.mark.parametrize("installed", ["2.10.1", "2.9.0+cu128", "1.13.1", "2.10.0a0+81ea7a4"])
 def test_an_older_pytorch_is_refused_naming_both_versions(installed):
     with pytest.raises(ImportError) as error:
         requirements.require_torch_floor(installed)
@@ -21,7 +21,9 @@ def test_an_older_pytorch_is_refused_naming_both_versions(installed):
     assert "pip install 'lambda-keras[torch]'" in message
 
 
-@pytest.mark.parametrize("installed", ["2.11.0", "2.11.0+cu130", "2.15.0", "3.0.0.dev20270101"])
+@pytest.mark.parametrize(
+    "installed", ["2.11.0", "2.11.0+cu130", "2.11.0a0+81ea7a4", "2.15.0", "3.0.0.dev20270101"]
+)
 def test_the_floor_and_newer_pass(installed):
     requirements.require_torch_floor(installed)
 
