@@ -7,9 +7,10 @@ is installed. Bounded to 8 minutes on one H100 by default (``--budget=480`` seco
 compiles included): each stage gets a share of the budget less a minute's grace per stage; the
 training stage starts no row after its share and its results file names the rows it left out;
 every stage writes its results file as it goes, and a stage still running when its grace is
-over is stopped and ``summary.json`` says so. The shares are a first guess until a GPU run
-sets them (the first GPU run: ../shared/gpu/h100-2026-11-26.md). Each stage is one of the
-project's benchmark scripts, each backend in its own process, written to ``--output-dir``:
+over is stopped and ``summary.json`` says so (with every process it started). The shares are a
+first guess until a GPU run sets them (the project's first GPU run, one H100, 2026-11-26, ran an
+earlier version). Each stage is one of the project's benchmark scripts, each backend in its own
+process, written to ``--output-dir``:
 
 1. ``layers.json``: ``bench_layers.py --quick`` (the lambda layer at the paper's c4 and c5
    shapes, every implementation, and ``auto``'s choice against the fastest, per backend).
@@ -33,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -105,15 +107,27 @@ def run_stage(command: list[str], seconds: float) -> dict:
     stage starts no row after its share (``--max-seconds``) and names those it left out; every
     stage is stopped ``GRACE`` seconds after its share."""
     start = time.perf_counter()
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
     if command[1].endswith("bench_train.py"):
         command = [*command, "--max-seconds", str(max(int(seconds), 1))]
-    try:
-        done = subprocess.run(command, env=env, timeout=seconds + GRACE, check=False)
-        status = "finished" if done.returncode == 0 else f"failed (exit {done.returncode})"
-    except subprocess.TimeoutExpired:
+    returncode = run_in_own_group(command, seconds + GRACE)
+    if returncode is None:
         status = f"stopped after its share of the budget ({seconds:.0f} s): results left out"
+    else:
+        status = "finished" if returncode == 0 else f"failed (exit {returncode})"
     return {"command": " ".join(command), "seconds": time.perf_counter() - start, "status": status}
+
+
+def run_in_own_group(command: list[str], timeout: float) -> int | None:
+    """``command``'s exit status, or None when it ran past ``timeout``: then it and every
+    process it started (a benchmark's row children, holding the GPU) are killed."""
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    process = subprocess.Popen(command, env=env, start_new_session=True)
+    try:
+        return process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        return None
 
 
 def parse(argv):

@@ -128,6 +128,8 @@ def parse(argv):
 
 def main(argv=None) -> None:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if not args.backends:
+        sys.exit("bench_build: no Keras backend is installed (tensorflow, jax or torch)")
     if args.child:
         print(json.dumps(measure(args.child, args.folder)))
         return

@@ -50,7 +50,7 @@ import numpy as np
 from arguments import names, positive_int, sizes
 from children import child_env, run_json_child
 from results import Table, add_output_argument, write
-from timing import median_seconds
+from timing import median_seconds, synchronized, torch_device
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 SIZE_MULTIPLE = 64  # lambda_keras.detection.image_size.SIZE_MULTIPLE (not imported: no Keras)
@@ -147,25 +147,6 @@ def _keras_model(name: str, size: int, workdir: str):
     return MaskRCNN(family(depth), num_classes=80)
 
 
-def _device() -> str:
-    """Where torchvision computes: the GPU where there is one, as Keras' columns do."""
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _synchronized(step):
-    """``step`` that returns when the device has finished it (CUDA runs asynchronously)."""
-    import torch
-
-    def run():
-        step()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-
-    return run
-
-
 def torchvision_cells(args) -> dict[str, float]:
     import torch
     import torchvision
@@ -177,15 +158,15 @@ def torchvision_cells(args) -> dict[str, float]:
             weights=None, weights_backbone=None, num_classes=91
         ).eval()
         _convert(model, args.workdir)
-        model.to(_device())
+        model.to(torch_device())
         for name, photo in photos().items():
-            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1).to(_device()) / 255.0
+            tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1).to(torch_device()) / 255.0
 
             def infer(tensor=tensor):
                 with torch.inference_mode():
                     model([tensor])
 
-            cells[f"infer {name}"] = median_seconds(_synchronized(infer), args.repeats, warmups=1)
+            cells[f"infer {name}"] = median_seconds(synchronized(infer), args.repeats, warmups=1)
     if "training" in args.tables and CONVERTED in args.models:
         for size in args.sizes:
             cells[f"step {CONVERTED} {size}"] = _torchvision_step(size, args)
@@ -208,7 +189,7 @@ def _torchvision_step(size: int, args) -> float:
 
     model = _torchvision_fine_tuning_model(size)
     _convert(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
-    device = _device()
+    device = torch_device()
     model.to(device).train()
     images, targets = synthetic(args.batch, size)
     tensors = [torch.from_numpy(im).permute(2, 0, 1).to(device) / 255.0 for im in images]
@@ -233,7 +214,7 @@ def _torchvision_step(size: int, args) -> float:
         sum(losses.values()).backward()
         optimizer.step()
 
-    return median_seconds(_synchronized(train_step), args.repeats, warmups=1)
+    return median_seconds(synchronized(train_step), args.repeats, warmups=1)
 
 
 def _torchvision_fine_tuning_model(size: int):

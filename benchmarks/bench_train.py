@@ -8,8 +8,8 @@ on each Keras backend asked for (TensorFlow with XLA off and on, JAX, which alwa
 XLA, PyTorch eagerly), and with ``timm`` among the backends timm's own models as the reference:
 its ``lambda_resnet50ts`` in the ``lambda_resnet50ts`` rows and its ``resnet50`` in the
 ``keras_resnet50`` rows, in eager PyTorch with every convolution in ``channels_last``,
-``torch.autocast`` for the mixed precisions and ``cudnn.benchmark`` (the method of the first GPU
-run, ../shared/gpu/h100-2026-11-26.md). Every row runs in its own process on the device its
+``torch.autocast`` for the mixed precisions and ``cudnn.benchmark`` (the method of the
+project's first GPU run, one H100, 2026-11-26). Every row runs in its own process on the device its
 framework computes on (the GPU where there is one), on a batch already there
 (``train_on_batch`` / ``predict_on_batch`` on backend tensors): each throughput is the median of
 ``--steps`` steps after two warm-ups; ``first step (s)`` is the first training step alone, its
@@ -108,9 +108,10 @@ def timm_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, s
     scaler for float16), ``cudnn.benchmark``, SGD with momentum."""
     import timm
     import torch
+    from timing import synchronized, torch_device
 
     del xla  # eager
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch_device()
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
     model = timm.create_model(TIMM_MODELS[name], num_classes=1000).to(device)
@@ -122,14 +123,6 @@ def timm_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, s
     scaler = torch.amp.GradScaler(device, enabled=policy == "float16")
     x = torch.randn(batch, 3, size, size, device=device).to(memory_format=torch.channels_last)
     y = torch.zeros(batch, dtype=torch.long, device=device)
-
-    def synchronized(step):
-        def run():
-            step()
-            if device == "cuda":
-                torch.cuda.synchronize()
-
-        return run
 
     def train_step():
         with torch.autocast(device, dtype=mixed, enabled=mixed is not None):

@@ -240,21 +240,19 @@ def _jax_step(layer, x, training, backward, inputs):
 def _torch_step(layer, call, x, backward):
     import torch
     from keras.src.backend.torch.core import get_device
+    from timing import synchronized
 
     x = torch.tensor(x, requires_grad=backward, device=get_device())  # on Keras' device
 
-    def run():
+    def step():
         if not backward:
             with torch.no_grad():
-                return call(x).cpu()
+                return call(x)
         layer.zero_grad()
         x.grad = None
         (call(x).float() ** 2).sum().backward()
-        if x.is_cuda:
-            torch.cuda.synchronize()  # the gradient is computed when the call returns
-        return x.grad
 
-    return (lambda: None), run
+    return (lambda: None), synchronized(step)  # the GPU's work done when the call returns
 
 
 def _release_free_memory() -> None:

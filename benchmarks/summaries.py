@@ -132,7 +132,9 @@ def ready_times(table: Table) -> str:
         cells = []
         for row in table.rows:
             reference = base.get(row[0])
-            if row[1] != backend or reference is None or not is_number(row[ready]):
+            if row[1] != backend or reference is None:
+                continue
+            if not (is_number(row[ready]) and is_number(reference[ready])):
                 continue
             cell = f"{row[0]} {row[ready] / reference[ready]:.2f}x"
             if is_number(row[first]) and is_number(reference[first]):

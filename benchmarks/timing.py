@@ -1,4 +1,5 @@
-"""The timing rule every benchmark script uses: warm-up runs, then the median wall time."""
+"""The timing rule every benchmark script uses: warm-up runs, then the median wall time; and
+for PyTorch's own models (timm's, torchvision's), the device and a step that waits for it."""
 
 from __future__ import annotations
 
@@ -18,3 +19,22 @@ def median_seconds(fn: Callable[[], object], repeats: int, warmups: int = 2) -> 
         fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def torch_device() -> str:
+    """Where PyTorch's own models compute: the GPU where there is one, as Keras' do."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def synchronized(step: Callable[[], object]) -> Callable[[], None]:
+    """``step`` returning when the device has finished it (CUDA computes asynchronously)."""
+    import torch
+
+    def run() -> None:
+        step()
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
+    return run

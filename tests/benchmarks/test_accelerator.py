@@ -4,6 +4,7 @@ the CPU where TensorFlow cannot be imported (end to end)."""
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -45,20 +46,36 @@ def test_each_stage_runs_its_benchmark_with_the_device_s_settings(tmp_path):
 def test_the_training_stage_is_told_its_share(monkeypatch):
     seen = {}
 
-    def run(command, **kwargs):
-        seen["command"], seen["timeout"] = command, kwargs["timeout"]
-        return subprocess.CompletedProcess(command, 0)
+    def run(command, timeout):
+        seen["command"], seen["timeout"] = command, timeout
+        return 0
 
-    monkeypatch.setattr(accelerator.subprocess, "run", run)
+    monkeypatch.setattr(accelerator, "run_in_own_group", run)
     result = accelerator.run_stage([sys.executable, "bench_train.py", "--batch", "2"], 100.4)
     assert seen["command"][-2:] == ["--max-seconds", "100"] and result["status"] == "finished"
     assert seen["timeout"] == 100.4 + accelerator.GRACE
 
 
-def test_a_stage_that_outruns_its_share_is_stopped_and_said_so(monkeypatch):
+def test_a_stage_that_outruns_its_share_is_stopped_with_what_it_started(monkeypatch, tmp_path):
+    """The stage and its children (a benchmark's row processes, which hold the GPU)."""
     monkeypatch.setattr(accelerator, "GRACE", 0)
-    result = accelerator.run_stage([sys.executable, "-c", "import time; time.sleep(30)"], 1.0)
-    assert result["status"].startswith("stopped after its share") and result["seconds"] < 20
+    pid_file = tmp_path / "child.pid"
+    script = (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(child.pid))\n"
+        "time.sleep(60)\n"
+    )
+    result = accelerator.run_stage([sys.executable, "-c", script], 3.0)
+    assert result["status"].startswith("stopped after its share") and result["seconds"] < 30
+    child = int(pid_file.read_text())
+    for _ in range(50):  # killed: gone, or a zombie until its parent's parent reaps it
+        state = Path(f"/proc/{child}/stat")
+        if not state.exists() or state.read_text().split()[2] == "Z":
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the stage's child {child} still runs")
 
 
 @pytest.mark.end_to_end

@@ -179,6 +179,8 @@ def test_ready_times_are_against_tensorflow_model_by_model():
             ("net", "jax", 2.0, 2.0, None, None),
             ("net", "torch", 3.0, 0.5, None, None),
             ("new", "torch", 3.0, "failed", None, None),
+            ("old", "tensorflow", "failed", None, None, None),
+            ("old", "jax", 2.0, 1.0, None, None),
         ],
         labels=2,
     )
