@@ -90,7 +90,9 @@ def pytest_runtest_setup(item):
     missing = [name for name in ("torch", *marker.args) if importlib.util.find_spec(name) is None]
     if not missing:
         return
-    message = f"needs {', '.join(missing)}: pip install -e '.[test-torch]'"
+    message = (
+        f"needs {', '.join(missing)} (torch, torchvision, timm: pip install -e '.[test-torch]')"
+    )
     if os.environ.get(TORCH_TESTS) == "required":
         pytest.fail(f"{message} ({TORCH_TESTS}=required)", pytrace=False)
     pytest.skip(message)

@@ -2,16 +2,21 @@
 
 On a GPU a PyTorch tensor refuses to become a NumPy array implicitly (``np.asarray(t)``,
 ``t.numpy()``, and NumPy arithmetic such as ``t - ndarray``, which NumPy computes by converting
-``t``): ``TypeError: can't convert cuda:0 device type tensor to numpy``. JAX converts an array on
-a GPU implicitly, a silent copy to the host that ``jax.transfer_guard("disallow")`` refuses. On a
-CPU both convert silently, so a conversion that a GPU refuses goes unseen in tests that run here.
+``t``): ``TypeError: can't convert cuda:0 device type tensor to numpy``. On a CPU the same code
+converts silently, so a conversion that a GPU refuses goes unseen in tests that run here.
 
 [`tensors_off_the_host`][tests.device_tensors.tensors_off_the_host] makes the backend's tensors
-refuse it here, the way a CUDA tensor (or a guarded JAX array) does: ``__array__`` and
-``.numpy()`` raise ``TypeError`` unless the tensor was moved to the host first (``.cpu()`` or
-on PyTorch, as on a GPU) or the conversion goes through
-``keras.ops.convert_to_numpy``, the one function the project converts with (Keras' own moves a
-tensor to the host before converting it). What a GPU allows stays allowed: ``float(t)``,
+refuse it here. PyTorch, as a CUDA tensor does: ``__array__`` and ``.numpy()`` raise
+``TypeError`` unless the tensor was moved to the host first (``.cpu()``, then ``detach``,
+``contiguous``, ``clone``, ``float`` or ``to`` of that; ``numpy(force=True)``; a tensor made by
+``torch.from_numpy``) or the conversion runs inside Keras' ``convert_to_numpy``, which moves a
+tensor to the host before converting it. ``.to("cpu")`` does not count as a move: Keras calls it
+to put every tensor on its device, the CPU here. JAX converts an array on a GPU implicitly (a
+silent copy); there the harness holds the project to its rule, one function to the host:
+``np.asarray`` / ``np.array`` / ``np.asanyarray`` of a JAX array refuse unless called from
+Keras, JAX, optree or NumPy themselves (Keras' own trainers convert so), from
+``keras.ops.convert_to_numpy`` or ``jax.device_get``; NumPy ufuncs that read a CPU array's
+buffer (``np.maximum(ndarray, x)``) go unseen. What a GPU allows stays allowed: ``float(t)``,
 ``t.item()``, ``t.tolist()``, NumPy arrays and Python numbers converted into tensors.
 
 Examples:
@@ -32,10 +37,10 @@ import threading
 import keras
 
 MESSAGE = (
-    "can't convert an off-host {backend} tensor to numpy implicitly (as on a GPU: a CUDA tensor, "
-    "a JAX array under jax.transfer_guard('disallow')): use keras.ops.convert_to_numpy"
+    "can't convert an off-host {backend} tensor to numpy implicitly (a CUDA tensor refuses it; "
+    "the project converts in one place): use keras.ops.convert_to_numpy"
 )
-_HOST = "_lambda_keras_on_host"  # set on a PyTorch tensor that .cpu() / .to("cpu") returned
+_HOST = "_lambda_keras_on_host"  # set on a PyTorch tensor that lives on the host (see above)
 _state = threading.local()  # depth of sanctioned conversions under way on this thread
 
 
@@ -88,7 +93,7 @@ def _sanctioned_everywhere(function):
 def _refusing(original, backend: str, allowed=lambda tensor: False):
     @functools.wraps(original)
     def refuse(self, *args, **kwargs):
-        if not (_sanctioned() or allowed(self)):
+        if not (_sanctioned() or allowed(self) or kwargs.get("force")):  # numpy(force=True)
             raise TypeError(MESSAGE.format(backend=backend))
         return original(self, *args, **kwargs)
 
@@ -109,6 +114,18 @@ def _to_host(original):
         return result
 
     return move
+
+
+def _on_host(original):
+    """A function whose tensors are made in host memory (``torch.from_numpy``)."""
+
+    @functools.wraps(original)
+    def make(*args, **kwargs):
+        result = original(*args, **kwargs)
+        setattr(result, _HOST, True)
+        return result
+
+    return make
 
 
 def _keeps_host(original):
@@ -137,6 +154,7 @@ def _torch_off_the_host():
             refusing = _refusing(getattr(tensor, name), "PyTorch", is_on_host)
             stack.enter_context(_patched(tensor, name, refusing))
         stack.enter_context(_patched(tensor, "cpu", _to_host(tensor.cpu)))
+        stack.enter_context(_patched(torch, "from_numpy", _on_host(torch.from_numpy)))
         for name in ("detach", "contiguous", "clone", "float", "to"):
             stack.enter_context(_patched(tensor, name, _keeps_host(getattr(tensor, name))))
         yield
@@ -168,11 +186,11 @@ def _numpy_refusing(original, is_device_array, backend: str):
 
 @contextlib.contextmanager
 def _jax_off_the_host():
-    """What ``jax.transfer_guard_device_to_host("disallow")`` refuses on a GPU, where the
-    project converts (JAX does not guard its CPU arrays, so the harness refuses them itself):
-    ``np.asarray(x)``, ``np.array(x)``, ``np.asanyarray(x)``; ``jax.device_get``,
-    ``keras.ops.convert_to_numpy`` and a Keras variable's ``numpy()`` convert. NumPy ufuncs over
-    a JAX array on a CPU read its buffer unseen; on a GPU JAX computes ``x - ndarray`` itself."""
+    """The project's rule for JAX arrays (on a GPU JAX would copy them to the host silently):
+    ``np.asarray(x)``, ``np.array(x)``, ``np.asanyarray(x)`` from the project's code refuse;
+    ``jax.device_get``, ``keras.ops.convert_to_numpy`` and a Keras variable's ``numpy()``
+    convert. NumPy ufuncs over a JAX array on a CPU read its buffer unseen; on a GPU JAX computes
+    ``x - ndarray`` itself."""
     import jax
     import numpy as np
     from keras.src.backend.jax import core

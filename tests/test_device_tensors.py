@@ -1,10 +1,10 @@
 """No tensor reaches NumPy implicitly: the library's paths under
 [`tensors_off_the_host`][tests.device_tensors.tensors_off_the_host], where Keras' tensors refuse
-implicit conversion as CUDA tensors do (PyTorch) or as ``jax.transfer_guard("disallow")`` makes
-JAX arrays do on a GPU: the torchvision converter's command line, ``detect``, ``fit`` of a zoo
-classifier and of a ``MaskRCNN``, evaluation, ``decode_predictions`` and saving. Run in the
-PyTorch and JAX children of tests/test_backends.py (TensorFlow's tensors convert on every device:
-nothing to emulate there)."""
+implicit conversion as CUDA tensors do (PyTorch) and the project's code may convert a JAX array
+only through ``keras.ops.convert_to_numpy`` (JAX): the torchvision converter's command line,
+``detect``, ``fit`` of a zoo classifier and of a ``MaskRCNN``, evaluation,
+``decode_predictions`` and saving. Run in the PyTorch and JAX children of tests/test_backends.py
+(TensorFlow's tensors convert on every device: nothing to emulate there)."""
 
 import subprocess
 import sys
@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import pytest
 
-from tests.backend import child_env
+from tests.backend import NO_TENSORFLOW, child_env
 from tests.device_tensors import tensors_off_the_host
 
 pytestmark = pytest.mark.backends("jax", "torch")  # TensorFlow's convert on every device
@@ -31,6 +31,10 @@ def test_the_harness_refuses_what_a_gpu_refuses_and_allows_the_rest():
                 tensor - np.ones(6, "float32")  # noqa: B018  (NumPy converts the tensor)
             np.testing.assert_array_equal(tensor.detach().cpu().numpy(), np.arange(6))
             assert tensor.cpu().float().numpy().sum() == 15  # moved to the host first
+            assert tensor.numpy(force=True).sum() == 15  # numpy's own move
+            import torch
+
+            assert torch.from_numpy(np.ones(2, "float32")).numpy().sum() == 2  # made there
         assert variable.numpy().sum() == 3  # Keras' own conversion
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(tensor), np.arange(6))
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), np.ones(3))
@@ -95,14 +99,16 @@ def test_a_classifier_fits_evaluates_decodes_and_saves_without_implicit_conversi
 
 
 # The converter's command line in a process of its own, under the harness, TensorFlow absent.
-OFF_THE_HOST_CLI = """
-import runpy, sys
-sys.modules["tensorflow"] = None
+OFF_THE_HOST_CLI = (
+    NO_TENSORFLOW
+    + """
+import runpy
 from tests.device_tensors import tensors_off_the_host
 module, sys.argv = sys.argv[1], sys.argv[1:]
 with tensors_off_the_host():
     runpy.run_module(module, run_name="__main__")
 """
+)
 
 
 def test_the_torchvision_converter_command_line_converts_nothing_implicitly(tmp_path):
