@@ -96,7 +96,7 @@ def _on_device(values: np.ndarray):
 
 def _random_functions(keras_random) -> dict:
     """Host versions of Keras' backend ``normal``, ``truncated_normal`` and ``uniform``, Keras'
-    own where :func:`_host_setting` says so or the dtype is not a float (Keras refuses those)."""
+    own where ``_host_setting`` says so or the dtype is not a float (Keras refuses those)."""
 
     def draw(name, shape, seed, dtype, sample, **parameters):
         overwritten = _host_setting()
@@ -130,7 +130,7 @@ def _random_functions(keras_random) -> dict:
 
 def _constant_calls(keras_calls: dict) -> dict:
     """Host versions of the constant initializers' ``__call__``, by class (Keras' own where
-    :func:`_host_setting` says so)."""
+    ``_host_setting`` says so)."""
     from keras.src.initializers import constant_initializers as constant
 
     def zeros(shape, dtype):
