@@ -13,6 +13,10 @@ where and how it was measured, and a plot (``docs/images/benchmarks/<file>_<tabl
 matplotlib: bars, one panel per unit, or lines against the first column for a table saved
 with ``plot="lines"``; none for ``plot="none"`` or a marker ending in `` no-plot``).
 
+A title's legend for a mark (``(median of 3; * one run)``) is shown only where a cell of the
+table carries the mark (``9,134.7*``), and never on a plot (which draws no marked cell); the
+panels of a plot are its units, so no two of them show one quantity on two scales.
+
     python benchmarks/render.py            # rewrite the pages and the plots
     python benchmarks/render.py --check    # exit 1 if a page is not what the results render
 """
@@ -34,7 +38,13 @@ IMAGES = DOCS / "images" / "benchmarks"
 BLOCK = re.compile(
     r"(<!-- results: ([\w-]+)/(\w+)( no-plot)? -->\n)(.*?)(<!-- end results -->)", re.S
 )
-UNIT = re.compile(r"\(([^)]+)\)$|\b(img/s|images/s|MiB|GiB|GB|ms|s)$")
+# A column's unit: a parenthesised one ("step (s)") or a unit word at its end ("train img/s").
+# A parenthesised name is not a unit: "timm (PyTorch)" is a system, its unit the title's.
+UNITS = r"img/s|images/s|KiB|MiB|GiB|KB|MB|GB|ms|us|µs|s|min|h|M|%"
+UNIT = re.compile(rf"\(({UNITS})\)$|(?<!\S)(img/s|images/s|MiB|GiB|GB|ms|s)$")
+# A legend in a title: "; * one run" or "(* one run" up to the next ";" or ")".
+MARKS = "*†‡§"
+LEGEND = re.compile(rf"(; |(?<=\())([{MARKS}]) [^;()]+")
 
 
 def pages() -> list[Path]:
@@ -61,10 +71,37 @@ def block(name: str, table_name: str, page: Path, plotted: bool = True) -> str:
     """The markdown that goes between the markers of ``name/table_name``."""
     meta, table = _table(name, table_name, page)
     said = summaries.sentence(f"{name}/{table_name}", table)
-    text = f"{table.title}\n\n{said}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
+    title = shown_title(table)
+    text = f"{title}\n\n{said}\n\n{table.markdown()}\n\n{provenance(meta, name)}\n\n"
     if shows_plot(table, plotted):
-        text += f"![{plain(table.title)}](images/benchmarks/{name}_{table_name}.png)\n\n"
+        text += f"![{plot_title(table)}](images/benchmarks/{name}_{table_name}.png)\n\n"
     return text
+
+
+def marks_used(table: Table) -> set[str]:
+    """The marks (``*``, ``†``, ...) that a cell of the table carries: right after a number
+    or word (``9,134.7*``), not as an operator (``n * window``)."""
+    text = [cell for row in table.rows for cell in row if isinstance(cell, str)]
+    return {m for m in MARKS if any(re.search(rf"[\w.)]{re.escape(m)}(?!\w)", c) for c in text)}
+
+
+def legends(title: str) -> list[str]:
+    """The marks a title explains (``(median of 3; * one run)``: ``["*"]``)."""
+    return [match.group(2) for match in LEGEND.finditer(title)]
+
+
+def shown_title(table: Table, keep: set[str] | None = None) -> str:
+    """The title without the legend of a mark that no cell carries (``keep``: the marks whose
+    legend stays; by default those the table's cells carry)."""
+    keep = marks_used(table) if keep is None else keep
+    title = LEGEND.sub(lambda m: m.group(0) if m.group(2) in keep else "", table.title)
+    title = title.replace("(; ", "(")  # the legend led the parentheses
+    return re.sub(r" ?\(\)", "", title)  # the legend was all they held
+
+
+def plot_title(table: Table) -> str:
+    """A plot's title: no legend, as a plot draws numbers, never a marked cell."""
+    return plain(shown_title(table, keep=set()))
 
 
 def shows_plot(table: Table, plotted: bool) -> bool:
@@ -126,6 +163,17 @@ def plotted_columns(table: Table) -> list[int]:
 
 
 def plot(table: Table, path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    figure = draw(table)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def draw(table: Table):
+    """The table's plot, a matplotlib figure: lines, or bars in one panel per unit (so the
+    columns of one quantity, one per system, share one scale)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -150,11 +198,9 @@ def plot(table: Table, path: Path) -> None:
         axes = list(axes[0])
         for k, (axis, columns) in enumerate(zip(axes, groups.values(), strict=True)):
             _bars(axis, table, rows, columns, labelled=k == 0)
-    figure.suptitle(plain(table.title), fontsize=9, wrap=True)
+    figure.suptitle(plot_title(table), fontsize=9, wrap=True)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
+    return figure
 
 
 def _lines(axis, table: Table, numeric: list[int]) -> None:

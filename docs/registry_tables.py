@@ -1,16 +1,17 @@
 """The documentation's tables of models, weights and integrity rules, rendered from the
 registries, as torchvision renders its model tables from its weights' metadata: the models
-from ``lambda_keras.zoo.list_models()``, the weights (metrics, files, rules, sources) from
-``registered_weights()``, the rules from ``lambda_keras.zoo.integrity.INTEGRITY_RULES``, the
-paper's FLOPs from ``lambda_keras.zoo.paper_table``. Pages mark where each table goes::
+from ``lambda_keras.zoo.list_models()``, the weights (metrics, files, rules, sources, terms)
+from ``registered_weights()``, the rules from ``lambda_keras.zoo.integrity.INTEGRITY_RULES``,
+the paper's FLOPs from ``lambda_keras.zoo.paper_table``, measured speeds from the benchmarks'
+results files. Pages mark where each table goes::
 
     <!-- registry: models -->
     (written by this script)
     <!-- end registry -->
 
-Parameter counts and default input sizes are measured by building each model (a minute), so
-they are kept in ``docs/data/zoo_models.json``, which ``--measure`` rewrites (a slow test
-re-measures them)::
+Parameter counts, default input sizes and FLOPs (``lambda_keras.zoo.count_flops``) are
+measured by building each model (a minute), so they are kept in ``docs/data/zoo_models.json``,
+which ``--measure`` rewrites (a slow test re-measures them)::
 
     python docs/registry_tables.py             # rewrite the pages' tables
     python docs/registry_tables.py --check     # exit 1 if a page is not what the registry renders
@@ -23,31 +24,55 @@ import argparse
 import json
 import os
 import re
-import sys
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+from marked_blocks import fill_blocks, rewrite_pages  # noqa: E402
+
 import lambda_keras.detection  # noqa: E402, F401  (registers torchvision's COCO weights)
-from lambda_keras.zoo import paper_table  # noqa: E402
+from lambda_keras.zoo import count_flops, paper_table  # noqa: E402
 from lambda_keras.zoo.integrity import INTEGRITY_RULES  # noqa: E402
 from lambda_keras.zoo.registry import list_models, model_info  # noqa: E402
 from lambda_keras.zoo.weights import WeightsSpec, registered_weights  # noqa: E402
 
 DOCS = Path(__file__).resolve().parent
+RESULTS = DOCS.parent / "benchmarks" / "results"
 SIZES = DOCS / "data" / "zoo_models.json"
 BLOCK = re.compile(r"(<!-- registry: (\w+) -->\n)(.*?)(<!-- end registry -->)", re.S)
 
 
 def measure() -> dict[str, dict[str, int]]:
     """Build every registered model with its defaults: ``{name: {"parameters": trainable
-    parameters, "input_size": default image side}}``."""
+    parameters, "input_size": default image side, "flops": FLOPs of one image}}``, and for
+    a model whose ImageNet weights are evaluated at another side, ``"imagenet_flops"`` at that
+    side."""
     sizes = {}
-    for name in list_models():
+    for name in models():
         model = model_info(name).builder()
         parameters = sum(int(w.numpy().size) for w in model.trainable_weights)
-        sizes[name] = {"parameters": parameters, "input_size": int(model.input.shape[1])}
+        sizes[name] = {
+            "parameters": parameters,
+            "input_size": int(model.input.shape[1]),
+            "flops": count_flops(model),
+        }
+        spec = _imagenet_weights(name)
+        if spec is not None and spec.input_size != sizes[name]["input_size"]:
+            side = spec.input_size  # where the weights' metrics were measured
+            model = model_info(name).builder(input_shape=(side, side, 3))
+            sizes[name]["imagenet_flops"] = count_flops(model)
     return sizes
+
+
+def _natural(name: str) -> list:
+    """Sort key that orders ``lambda_resnet26t`` before ``lambda_resnet101`` (numbers as
+    numbers)."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", name)]
+
+
+def models() -> list[str]:
+    """The registered models in natural order."""
+    return sorted(list_models(), key=_natural)
 
 
 def _builder(name: str) -> str:
@@ -76,20 +101,93 @@ def _anchor(name: str) -> str:
 def models_table(sizes: dict[str, dict[str, int]]) -> str:
     """One row per registered model: builder, parameters, default input, the paper's FLOPs,
     its registered weights."""
-    missing = sorted(set(list_models()) ^ set(sizes))
-    if missing:
-        raise ValueError(f"The sizes file and the registry differ in {missing}: re-measure.")
+    _check_sizes(sizes)
     lines = [
         "| model | builder | parameters | default input | FLOPs (paper) | pretrained weights |",
         "|---|---|---:|---:|---|---|",
     ]
-    for name in list_models():
+    for name in models():
         size = sizes[name]
         lines.append(
             f"| `{name}` | {_builder(name)} | {size['parameters'] / 1e6:.2f}M | "
-            f"{size['input_size']} | {_paper_flops(name)} | {_weights_names(name) or '—'} |"
+            f"{size['input_size']} | {_paper_flops(name) or '—'} | "
+            f"{_weights_names(name) or '—'} |"
         )
     return "\n".join(lines)
+
+
+def _check_sizes(sizes: dict[str, dict[str, int]]) -> None:
+    missing = sorted(set(list_models()) ^ set(sizes))
+    if missing:
+        raise ValueError(f"The sizes file and the registry differ in {missing}: re-measure.")
+
+
+def _imagenet_weights(name: str) -> WeightsSpec | None:
+    """The weights ``weights="imagenet"`` selects for ``name``, if any."""
+    return next((s for s in registered_weights(name).values() if "imagenet" in s.aliases), None)
+
+
+def measured_speeds() -> tuple[dict[str, str], list[str]]:
+    """Measured inference img/s per registry model, each cell with the letter of its source,
+    and the sources (file, settings, machine) those letters name."""
+    sources = [
+        # (file, table, img/s column, the rows taken, what the title leaves unsaid)
+        ("timm_ports.json", "timm_ports", "Keras `auto`", {}, "TensorFlow, float32"),
+        (
+            "train.json",
+            "train",
+            "inference img/s",
+            {"backend": "tensorflow", "precision": "float32", "XLA": "off"},
+            "",
+        ),
+    ]
+    cells, notes = {}, []
+    for letter, (file, table, column, where, unsaid) in zip("abc", sources, strict=False):
+        results = json.loads((RESULTS / file).read_text())
+        found = results["tables"][table]
+        columns = found["columns"]
+        for row in found["rows"]:
+            values = dict(zip(columns, row, strict=True))
+            if any(values.get(k) != v for k, v in where.items()):
+                continue
+            if values["model"] in list_models():
+                cells.setdefault(values["model"], f"{values[column]:.1f} ({letter})")
+        taken = ", ".join([unsaid] * bool(unsaid) + [f"{k} {v}" for k, v in where.items()])
+        cpu = results["cpu"]
+        notes.append(
+            f"({letter}) `benchmarks/results/{file}`: {found['title']}; {taken}; "
+            f"{cpu['model']}, {cpu['cores']} cores, {results['date'][:10]}."
+        )
+    return cells, notes
+
+
+def picker_table(sizes: dict[str, dict[str, int]]) -> str:
+    """Which model to pick: per registered model its ImageNet accuracy (of the weights
+    ``weights="imagenet"`` loads), size, FLOPs at its default input, measured speed and the
+    terms of its weights; pretrained models first, by top-1."""
+    _check_sizes(sizes)
+    speeds, notes = measured_speeds()
+    order = sorted(
+        models(),
+        key=lambda n: (
+            -(_imagenet_weights(n).metrics["imagenet_top1"]) if _imagenet_weights(n) else 0
+        ),
+    )
+    lines = [
+        "| model | top-1 / top-5 (%) | params | GFLOPs | input | img/s (CPU) | weights' terms |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name in order:
+        spec, size = _imagenet_weights(name), sizes[name]
+        terms = f"[{spec.license}]({spec.license_source})" if spec and spec.license else "—"
+        side = spec.input_size if spec else size["input_size"]
+        flops = size.get("imagenet_flops", size["flops"]) if spec else size["flops"]
+        lines.append(
+            f"| `{name}` | {_metrics(spec, ('imagenet_top1', 'imagenet_top5')) if spec else '—'}"
+            f" | {size['parameters'] / 1e6:.1f}M | {flops / 1e9:.1f} | {side} | "
+            f"{speeds.get(name, '—')} | {terms} |"
+        )
+    return "\n".join(lines) + "\n\n" + "\n".join(f"- {note}" for note in notes)
 
 
 def _metrics(spec: WeightsSpec, keys: tuple[str, str]) -> str:
@@ -99,26 +197,40 @@ def _metrics(spec: WeightsSpec, keys: tuple[str, str]) -> str:
     return " / ".join(f"{v:.2f}" if v is not None else "—" for v in values)
 
 
+def _specs() -> list[WeightsSpec]:
+    return sorted(registered_weights().values(), key=lambda s: _natural(s.name))
+
+
 def weights_table() -> str:
-    """One row per registered weights file: what it fits, its metrics, where the file is and
-    the rule that checks it (with the source of its digest or commit)."""
+    """One row per registered weights file: what it fits, its metrics and its terms."""
     lines = [
-        "| weights | model | input | ImageNet top-1 / top-5 (%) | COCO box / mask AP | file "
-        "| integrity (source) |",
-        "|---|---|---:|---:|---:|---|---|",
+        "| weights | input | ImageNet top-1 / top-5 (%) | COCO box / mask AP | terms |",
+        "|---|---:|---:|---:|---|",
     ]
-    for name, spec in registered_weights().items():
-        where = f"[{_short(spec)}]({spec.origin})"
-        rule = f"[{INTEGRITY_RULES[spec.integrity].title}]({spec.source})"
-        alias = f' (`weights="{spec.aliases[0]}"`)' if spec.aliases else ""
+    for spec in _specs():
+        alias = f'<br>`weights="{spec.aliases[0]}"`' if spec.aliases else ""
+        terms = f"[{spec.license}]({spec.license_source})" if spec.license else "—"
         lines.append(
-            f'| <a id="{_anchor(name)}"></a>`{name}`{alias} | `{spec.architecture}` | '
-            f"{spec.input_size} | {_metrics(spec, ('imagenet_top1', 'imagenet_top5'))} | "
-            f"{_metrics(spec, ('coco_box_ap', 'coco_mask_ap'))} | {where} | {rule} |"
+            f'| <a id="{_anchor(spec.name)}"></a>`{spec.name}`{alias}<br>'
+            f"for `{spec.architecture}` | {spec.input_size} | "
+            f"{_metrics(spec, ('imagenet_top1', 'imagenet_top5'))} | "
+            f"{_metrics(spec, ('coco_box_ap', 'coco_mask_ap'))} | {terms} |"
         )
     sources = sorted({s.metrics_source for s in registered_weights().values() if s.metrics_source})
     notes = "\n".join(f"- Metrics from <{source}>." for source in sources)
     return "\n".join(lines) + "\n\n" + notes
+
+
+def files_table() -> str:
+    """One row per registered weights file: where it is and the rule that checks it, linked to
+    the page its digest or commit was read on (and what that page is, where the rule's title
+    does not say it)."""
+    lines = ["| weights | file | integrity (source) |", "|---|---|---|"]
+    for spec in _specs():
+        where = f"[{_short(spec)}]({spec.origin})"
+        title = spec.source_title or INTEGRITY_RULES[spec.integrity].title
+        lines.append(f"| `{spec.name}` | {where} | [{title}]({spec.source}) |")
+    return "\n".join(lines)
 
 
 def _short(spec: WeightsSpec) -> str:
@@ -139,21 +251,17 @@ def rules_table() -> str:
 def tables() -> dict[str, str]:
     """Each table by the name its marker gives (``<!-- registry: <name> -->``)."""
     return {
+        "picker": picker_table(json.loads(SIZES.read_text())),
         "models": models_table(json.loads(SIZES.read_text())),
         "weights": weights_table(),
+        "files": files_table(),
         "rules": rules_table(),
     }
 
 
 def rendered(page: str, found: dict[str, str]) -> str:
     """``page`` with every marked block holding its table."""
-
-    def fill(match):
-        if match[2] not in found:
-            raise SystemExit(f"unknown table {match[2]!r}: {sorted(found)}")
-        return f"{match[1]}\n{found[match[2]]}\n\n{match[4]}"
-
-    return BLOCK.sub(fill, page)
+    return fill_blocks(page, BLOCK, found, lambda table: f"\n{table}\n\n")
 
 
 def main() -> None:
@@ -163,19 +271,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.measure:
         SIZES.write_text(json.dumps(measure(), indent=1, sort_keys=True) + "\n")
-    found, stale = tables(), []
-    for path in sorted(DOCS.glob("*.md")):
-        page = path.read_text()
-        new = rendered(page, found)
-        if new != page:
-            stale.append(path.name)
-            if not args.check:
-                path.write_text(new)
-    if args.check and stale:
-        sys.exit(
-            f"not what the registry renders: {', '.join(stale)} (python docs/registry_tables.py)"
-        )
-    print(f"{'stale' if args.check else 'rewrote'}: {', '.join(stale) or 'nothing'}")
+    found = tables()
+    rewrite_pages(lambda page: rendered(page, found), args.check, "python docs/registry_tables.py")
 
 
 if __name__ == "__main__":

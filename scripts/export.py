@@ -43,7 +43,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_integer(
         "image_size",
         None,
-        "Image side the model takes (default: the weights' size, else 32).",
+        "Serving image side (default: the weights' size; else the model's input side, or 32 "
+        "for a .keras file of any size, 224 for a zoo model).",
         flag_values=fv,
     )
     flags.DEFINE_float(

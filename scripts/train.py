@@ -88,7 +88,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_integer(
         "epochs",
         DEFAULTS.epochs,
-        "Epochs; default the recipe's for ImageNet.",
+        "Epochs (from Python, ClassificationConfig(epochs=None) takes the recipe's).",
         flag_values=flag_values,
     )
     flags.DEFINE_integer(
@@ -106,7 +106,7 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_float(
         "width_multiplier",
         DEFAULTS.width_multiplier,
-        "ResNet-RS family width (1.0 = the paper's).",
+        "Scales the model's channels (1.0 = the paper's), for builders that take it.",
         flag_values=flag_values,
     )
     placement_flags.define_placement_flags(flag_values)

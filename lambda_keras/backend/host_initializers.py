@@ -208,14 +208,13 @@ def initial_values_on_host(overwritten: bool = False) -> Iterator[None]:
     thread's builds keep Keras' initializers). Elsewhere than JAX, nothing changes.
 
     Examples:
-
-    >>> import keras
-    >>> from lambda_keras.backend.host_initializers import initial_values_on_host
-    >>> with initial_values_on_host():
-    ...     layer = keras.layers.Dense(4)
-    ...     layer.build((None, 3))
-    >>> tuple(layer.kernel.shape)
-    (3, 4)
+        >>> import keras
+        >>> from lambda_keras.backend.host_initializers import initial_values_on_host
+        >>> with initial_values_on_host():
+        ...     layer = keras.layers.Dense(4)
+        ...     layer.build((None, 3))
+        >>> tuple(layer.kernel.shape)
+        (3, 4)
     """
     if not isinstance(overwritten, bool):
         raise TypeError(

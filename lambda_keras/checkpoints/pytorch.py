@@ -21,12 +21,12 @@ imported. A tensor is copied out of its storage only after its offset, sizes and
 checked to lie inside the storage.
 
 Examples:
+    ```python
+    from lambda_keras.checkpoints.pytorch import load_pytorch
 
-```python
-from lambda_keras.checkpoints.pytorch import load_pytorch
-
-state = load_pytorch("maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth")  # {name: np.ndarray}
-```
+    # {name: np.ndarray}
+    state = load_pytorch("maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth")
+    ```
 """
 
 from __future__ import annotations

@@ -45,21 +45,21 @@ from lambda_keras.detection.transform import (
 )
 
 __all__ = [
+    "maskrcnn_resnet50_fpn",
+    "maskrcnn_resnet50_fpn_v2",
+    "detect",
+    "MaskRCNN",
     "AnchorGenerator",
     "BoxHead",
     "CentredAnchors",
     "FeaturePyramid",
     "InputTransform",
     "MaskHead",
-    "MaskRCNN",
     "RPNHead",
     "LetterboxTransform",
     "TorchvisionAnchors",
     "TorchvisionTransform",
     "WarmupStepDecay",
-    "detect",
-    "maskrcnn_resnet50_fpn",
-    "maskrcnn_resnet50_fpn_v2",
     "ops",
     "targets",
 ]

@@ -93,10 +93,9 @@ class CentredAnchors(AnchorGenerator):
     """Anchors centred on their cells, the same for every image (the project's models).
 
     Examples:
-
-    >>> anchors, valid = CentredAnchors()((64, 64))
-    >>> tuple(anchors["P2"].shape), valid
-    ((768, 4), None)
+        >>> anchors, valid = CentredAnchors()((64, 64))
+        >>> tuple(anchors["P2"].shape), valid
+        ((768, 4), None)
     """
 
     def __call__(self, canvas, image_sizes=None):
@@ -110,10 +109,9 @@ class TorchvisionAnchors(AnchorGenerator):
     image's padded size (converted torchvision models).
 
     Examples:
-
-    >>> anchors, valid = TorchvisionAnchors()((64, 128), [[64, 96]])
-    >>> tuple(anchors["P2"].shape), tuple(valid["P2"].shape)
-    ((1, 1536, 4), (1, 1536))
+        >>> anchors, valid = TorchvisionAnchors()((64, 128), [[64, 96]])
+        >>> tuple(anchors["P2"].shape), tuple(valid["P2"].shape)
+        ((1, 1536, 4), (1, 1536))
     """
 
     def __call__(self, canvas, image_sizes=None):

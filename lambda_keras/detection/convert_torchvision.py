@@ -1,7 +1,9 @@
 """Convert a torchvision Mask R-CNN checkpoint to Keras weights.
 
-    python -m lambda_keras.detection.convert_torchvision --model=maskrcnn_resnet50_fpn \\
-        --checkpoint=maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth --output=coco.weights.h5
+    python -m lambda_keras.detection.convert_torchvision \\
+        --model=maskrcnn_resnet50_fpn \\
+        --checkpoint=maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth \\
+        --output=coco.weights.h5
 
 The ``.pth`` is read without PyTorch (``lambda_keras.checkpoints``:
 a restricted unpickler, both of torch.save's formats). Strict: every tensor of the

@@ -38,16 +38,16 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
         0/1 and ``num_detections`` (the valid ones lead).
 
     Examples:
-
-    >>> import numpy as np
-    >>> from lambda_keras import zoo
-    >>> from lambda_keras.detection import MaskRCNN, detect
-    >>> backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
-    >>> detector = MaskRCNN(backbone, num_classes=3, max_detections=10)
-    >>> photo = np.zeros((100, 160, 3), "uint8")  # any size: letterboxed to 128 x 128
-    >>> found = detect(detector, photo, image_size=128)
-    >>> found["boxes"].shape, found["masks"].shape  # in the photo's pixels
-    ((10, 4), (10, 100, 160))
+        >>> import numpy as np
+        >>> from lambda_keras import zoo
+        >>> from lambda_keras.detection import MaskRCNN, detect
+        >>> backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
+        >>> detector = MaskRCNN(backbone, num_classes=3, max_detections=10)
+        >>> # any size: letterboxed to 128 x 128
+        >>> photo = np.zeros((100, 160, 3), "uint8")
+        >>> found = detect(detector, photo, image_size=128)
+        >>> found["boxes"].shape, found["masks"].shape  # in the photo's pixels
+        ((10, 4), (10, 100, 160))
     """
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")

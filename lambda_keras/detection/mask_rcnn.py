@@ -137,16 +137,16 @@ class MaskRCNN(keras.Model):
         categories: ``[{"id": int, "name": str}]`` per class (e.g. COCO's), or None.
 
     Examples:
+        >>> from lambda_keras import zoo
+        >>> from lambda_keras.detection import MaskRCNN
+        >>> backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
+        >>> # the standard Mask R-CNN's settings
+        >>> detector = MaskRCNN(backbone, num_classes=3)
+        >>> detector.rpn_top_k, detector.rois_per_image, detector.max_detections
+        ((2000, 1000, 1000, 1000), 512, 100)
 
-    >>> from lambda_keras import zoo
-    >>> from lambda_keras.detection import MaskRCNN
-    >>> backbone = zoo.LambdaResNetBackbone(50, width_multiplier=0.25)
-    >>> detector = MaskRCNN(backbone, num_classes=3)  # the standard Mask R-CNN's settings
-    >>> detector.rpn_top_k, detector.rois_per_image, detector.max_detections
-    ((2000, 1000, 1000, 1000), 512, 100)
-
-    ``fit`` trains it on ``(images, targets)`` ([targets][lambda_keras.detection.targets]);
-    [detect][lambda_keras.detection.detect.detect] runs it on a photo of any size.
+        ``fit`` trains it on ``(images, targets)`` ([targets][lambda_keras.detection.targets]);
+        [detect][lambda_keras.detection.detect.detect] runs it on a photo of any size.
     """
 
     def __init__(

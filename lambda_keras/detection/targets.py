@@ -135,8 +135,8 @@ def sample_rois(
 ) -> RoiTargets:
     """Sample the RoIs the box and mask heads train on (Mask R-CNN: 512 at 25% foreground).
 
-    The ground-truth boxes join the proposals as candidates. A candidate is foreground at IoU
-    >= ``foreground_iou`` with a ground-truth box, else background. The first
+    The ground-truth boxes join the proposals as candidates. A candidate is foreground at an IoU
+    of at least ``foreground_iou`` with a ground-truth box, else background. The first
     ``F = batch_size_per_image * positive_fraction`` slots hold the sampled foreground (padded
     with background or nothing when there is less), the rest background.
 

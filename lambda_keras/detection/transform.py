@@ -86,11 +86,10 @@ class LetterboxTransform(InputTransform):
             A size given here is saved with the model and served by default.
 
     Examples:
-
-    >>> LetterboxTransform(256).resized_size(480, 640)
-    (192, 256)
-    >>> LetterboxTransform().at_size(128)
-    LetterboxTransform({'image_size': 128})
+        >>> LetterboxTransform(256).resized_size(480, 640)
+        (192, 256)
+        >>> LetterboxTransform().at_size(128)
+        LetterboxTransform({'image_size': 128})
     """
 
     size_divisible = None  # each image fills the square it is padded into

@@ -14,14 +14,14 @@ from lambda_keras.layers.stochastic_depth import StochasticDepth
 from lambda_keras.layers.swap_convolutions import swap_convolutions
 
 __all__ = [
-    "BatchNormalization",
-    "LambdaConv1D",
-    "LambdaConv2D",
     "LambdaLayer",
+    "LambdaConv2D",
+    "LambdaConv1D",
+    "swap_convolutions",
     "RelativePositionEmbedding",
     "StochasticDepth",
+    "BatchNormalization",
     "conv_position_lambdas",
     "depthwise_position_lambdas",
     "einsum_position_lambdas",
-    "swap_convolutions",
 ]

@@ -160,12 +160,12 @@ class LambdaConv2D(_LambdaConv):
         batch_norm_epsilon: Epsilon of the query and value batch norms.
 
     Examples:
-
-    >>> import numpy as np
-    >>> from lambda_keras.layers import LambdaConv2D
-    >>> layer = LambdaConv2D(256, 23, strides=2)  # as keras.layers.Conv2D(256, 23, strides=2)
-    >>> tuple(layer(np.zeros((1, 28, 28, 128), "float32")).shape)
-    (1, 14, 14, 256)
+        >>> import numpy as np
+        >>> from lambda_keras.layers import LambdaConv2D
+        >>> # as keras.layers.Conv2D(256, 23, strides=2)
+        >>> layer = LambdaConv2D(256, 23, strides=2)
+        >>> tuple(layer(np.zeros((1, 28, 28, 128), "float32")).shape)
+        (1, 14, 14, 256)
     """
 
     rank = 2

@@ -125,13 +125,13 @@ class LambdaLayer(keras.layers.Layer):
         kernel_regularizer: Regularizer of the projection kernel (e.g. the paper's L2).
 
     Examples:
-
-    >>> import numpy as np
-    >>> from lambda_keras.layers import LambdaLayer
-    >>> images = np.zeros((2, 14, 14, 64), "float32")  # [batch, height, width, channels]
-    >>> layer = LambdaLayer(dim_out=128, key_dim=16, num_heads=4, scope_size=23)
-    >>> tuple(layer(images).shape)
-    (2, 14, 14, 128)
+        >>> import numpy as np
+        >>> from lambda_keras.layers import LambdaLayer
+        >>> # [batch, height, width, channels]
+        >>> images = np.zeros((2, 14, 14, 64), "float32")
+        >>> layer = LambdaLayer(dim_out=128, key_dim=16, num_heads=4, scope_size=23)
+        >>> tuple(layer(images).shape)
+        (2, 14, 14, 128)
     """
 
     def __init__(

@@ -67,15 +67,15 @@ def swap_convolutions(
         TypeError: ``model`` is not a Keras model or ``predicate`` is not callable.
 
     Examples:
-
-    >>> import keras
-    >>> from lambda_keras.layers import LambdaConv2D, swap_convolutions
-    >>> resnet = keras.applications.ResNet50(weights=None)
-    >>> hybrid = swap_convolutions(resnet, stages=("conv4", "conv5"))  # Table 12: C-C-L-L
-    >>> sum(isinstance(layer, LambdaConv2D) for layer in hybrid.layers)
-    9
-    >>> resnet.count_params(), hybrid.count_params()
-    (25636712, 15639032)
+        >>> import keras
+        >>> from lambda_keras.layers import LambdaConv2D, swap_convolutions
+        >>> resnet = keras.applications.ResNet50(weights=None)
+        >>> # Table 12: C-C-L-L
+        >>> hybrid = swap_convolutions(resnet, stages=("conv4", "conv5"))
+        >>> sum(isinstance(layer, LambdaConv2D) for layer in hybrid.layers)
+        9
+        >>> resnet.count_params(), hybrid.count_params()
+        (25636712, 15639032)
     """
     if not isinstance(model, keras.Model):
         raise TypeError(f"`model` must be a keras.Model; received {type(model).__name__}.")

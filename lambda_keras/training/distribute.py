@@ -118,9 +118,8 @@ class PlacementConfig:
         process_id: JAX multi-host: this host's index.
 
     Examples:
-
-    >>> PlacementConfig(strategy="one_device").strategy
-    'one_device'
+        >>> PlacementConfig(strategy="one_device").strategy
+        'one_device'
     """
 
     strategy: str = "auto"

@@ -108,11 +108,11 @@ def LambdaResNet50(
     Lambda layers at the Table 19 blocks of c4 and in every c5 block.
 
     Examples:
-
-    >>> from lambda_keras import zoo
-    >>> model = zoo.LambdaResNet50(weights=None)  # the paper's model: no published weights
-    >>> model.output_shape, model.count_params()
-    ((None, 1000), 19018056)
+        >>> from lambda_keras import zoo
+        >>> # the paper's model: no published weights
+        >>> model = zoo.LambdaResNet50(weights=None)
+        >>> model.output_shape, model.count_params()
+        ((None, 1000), 19018056)
     """
     return _lambda_resnet("lambda_resnet50", **locals())
 

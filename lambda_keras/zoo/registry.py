@@ -135,12 +135,11 @@ def get_model(name: str, **kwargs) -> keras.Model:
     """Build the model registered as ``name``; ``kwargs`` go to its builder.
 
     Examples:
-
-    >>> from lambda_keras import zoo
-    >>> model = zoo.get_model("lambda_resnet50", include_top=False, pooling="avg")
-    >>> model.output_shape
-    (None, 2048)
-    >>> "lambda_resnet50ts" in zoo.list_models()
-    True
+        >>> from lambda_keras import zoo
+        >>> model = zoo.get_model("lambda_resnet50", include_top=False, pooling="avg")
+        >>> model.output_shape
+        (None, 2048)
+        >>> "lambda_resnet50ts" in zoo.list_models()
+        True
     """
     return model_builder(name)(**kwargs)

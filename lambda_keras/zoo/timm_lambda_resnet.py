@@ -336,12 +336,12 @@ def LambdaResNet26T(
     ``registered_weights("lambda_resnet26t")``).
 
     Examples:
+        ```python
+        import lambda_keras
 
-    ```python
-    import lambda_keras
-
-    model = lambda_keras.zoo.LambdaResNet26T(weights="imagenet")  # downloaded and checked once
-    ```
+        # downloaded and checked once
+        model = lambda_keras.zoo.LambdaResNet26T(weights="imagenet")
+        ```
     """
     return _timm_lambda_resnet("lambda_resnet26t", **locals())
 
@@ -390,11 +390,11 @@ def LambdaResNet50TS(
     ``registered_weights("lambda_resnet50ts")``).
 
     Examples:
+        ```python
+        import lambda_keras
 
-    ```python
-    import lambda_keras
-
-    model = lambda_keras.zoo.LambdaResNet50TS(weights="imagenet")  # downloaded and checked once
-    ```
+        # downloaded and checked once
+        model = lambda_keras.zoo.LambdaResNet50TS(weights="imagenet")
+        ```
     """
     return _timm_lambda_resnet("lambda_resnet50ts", **locals())

@@ -11,7 +11,8 @@ The docs' tables of models and weights are rendered from these records
 
 ```python
 register_weights(WeightsSpec(
-    name="my_lambda_resnet50", url="https://example.org/lambda_resnet50.weights.h5",
+    name="my_lambda_resnet50",
+    url="https://example.org/lambda_resnet50.weights.h5",
     sha256="...", architecture="lambda_resnet50", input_size=224))
 model = lambda_keras.zoo.LambdaResNet50(weights="my_lambda_resnet50")
 ```
@@ -55,6 +56,10 @@ __all__ = [
     "unregister_weights",
 ]
 
+# What timm says of its weights' terms: its code is Apache-2.0, and the weights it trained on
+# ImageNet-1k are likely governed by the dataset's terms (its author, in the discussion cited).
+TIMM_LICENSE = "ImageNet-1k's terms, per timm"
+TIMM_LICENSE_SOURCE = "https://github.com/huggingface/pytorch-image-models/discussions/239"
 _REGISTRY: dict[str, WeightsSpec] = {}
 # Source format -> the function that assigns a checkpoint file of that format to a built model,
 # and the modules it needs (checked before anything is downloaded).
@@ -138,6 +143,8 @@ def register_timm_weights(
         crop_fraction=crop_fraction,
         source_format="timm",
         aliases=("imagenet",),
+        license=TIMM_LICENSE,
+        license_source=TIMM_LICENSE_SOURCE,
     )
     register_weights(spec)
     _TIMM_FAMILIES[architecture] = family

@@ -54,6 +54,9 @@ class WeightsSpec:
             file at ``hub_revision``) or ``"hub_latest"`` (the Hub's digest on main).
         sha256: The file's SHA-256 (64 hex digits), with ``integrity="sha256"``.
         source: Where the digest or the commit was read (a URL), shown beside it.
+        source_title: What ``source`` is, in a few words, shown instead of the rule's title
+            where that does not say it (e.g. a whole digest read in third-party code, checked
+            against the prefix its publisher gives).
         metrics: Measured quality of the weights, keys from
             [METRICS][lambda_keras.zoo.weights_spec.METRICS] (ImageNet top-1/top-5 at
             ``input_size`` and ``crop_fraction``, COCO AP).
@@ -67,6 +70,8 @@ class WeightsSpec:
             on first use.
         aliases: Other names that select these weights for their architecture only, e.g.
             ``("imagenet",)``: ``weights="imagenet"``.
+        license: The terms of the weights as their publisher states them, in a few words.
+        license_source: Where those terms are stated (a URL).
     """
 
     name: str
@@ -86,6 +91,9 @@ class WeightsSpec:
     crop_fraction: float = 0.875
     source_format: str = "keras"
     aliases: tuple[str, ...] = ()
+    source_title: str | None = None
+    license: str | None = None
+    license_source: str | None = None
 
     def __post_init__(self):
         _check_choice("source_format", self.source_format, SOURCE_FORMATS)
@@ -97,6 +105,12 @@ class WeightsSpec:
                 f"url={self.url!r}, hub_repo={self.hub_repo!r}."
             )
         self._check_rule()
+        if (self.license is None) != (self.license_source is None):
+            raise ValueError(
+                f"Weights {self.name!r} need `license` and `license_source` together (the "
+                f"terms and where they are stated); received license={self.license!r}, "
+                f"license_source={self.license_source!r}."
+            )
         unknown = sorted(set(self.metrics) - set(METRICS))
         if unknown or not all(isinstance(v, (int, float)) for v in self.metrics.values()):
             raise ValueError(

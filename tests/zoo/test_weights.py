@@ -114,6 +114,7 @@ def test_missing_file_and_wrong_architecture_file(published, tmp_path):
         (dict(url="file:///x", integrity="hub_latest"), "checks a Hub file"),
         (dict(url="file:///x", sha256="0" * 64, metrics={"top1": 1.0}), "`metrics` of 'x'"),
         (dict(hub_repo="a/b", sha256="0" * 64, hub_revision="v1.0"), "a commit or main"),
+        (dict(url="file:///x", sha256="0" * 64, license="MIT"), "`license` and `license_source`"),
     ],
 )
 def test_spec_validation(fields, message):
@@ -145,3 +146,13 @@ def test_a_converter_whose_module_is_missing_stops_before_the_download(tmp_path,
     with pytest.raises(ImportError, match="needing no_such_module_of_lambda_keras.*downloaded"):
         weights_lib.load_registered(object(), spec)
     assert not converted and not list((tmp_path / "cache" / "lambda_keras").glob("*.pth"))
+
+
+def test_every_registered_file_states_its_terms_and_where():
+    """The weights table's license column comes from these two fields, for every file."""
+    import lambda_keras.detection  # noqa: F401  (registers torchvision's COCO weights)
+
+    specs = weights_lib.registered_weights().values()
+    assert len(specs) >= 10
+    for spec in specs:
+        assert spec.license and spec.license_source.startswith("https://"), spec.name

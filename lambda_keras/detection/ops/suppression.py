@@ -64,14 +64,17 @@ def nms(
         has ``valid=False`` and index 0.
 
     Examples:
-
-    >>> import keras
-    >>> import numpy as np
-    >>> from lambda_keras.detection import ops
-    >>> boxes = np.array([[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], "float32")
-    >>> indices, valid = ops.nms(boxes, np.array([0.9, 0.8, 0.7], "float32"), 3)
-    >>> keras.ops.convert_to_numpy(indices)[keras.ops.convert_to_numpy(valid)].tolist()
-    [0, 2]
+        >>> import keras
+        >>> import numpy as np
+        >>> from lambda_keras.detection import ops
+        >>> boxes = np.array(
+        ...     [[0, 0, 10, 10], [1, 1, 10, 10], [20, 20, 30, 30]], "float32"
+        ... )
+        >>> scores = np.array([0.9, 0.8, 0.7], "float32")
+        >>> indices, valid = ops.nms(boxes, scores, 3)
+        >>> indices = keras.ops.convert_to_numpy(indices)
+        >>> indices[keras.ops.convert_to_numpy(valid)].tolist()
+        [0, 2]
     """
     args = _arguments(boxes, scores, max_output_size, iou_threshold, score_threshold)
     if keras.backend.backend() == "tensorflow":

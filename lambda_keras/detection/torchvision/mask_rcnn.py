@@ -135,6 +135,16 @@ TORCHVISION_WEIGHTS = (
 )
 """Where torchvision publishes its COCO checkpoints' URLs, digests and metrics (the registry's
 source for them)."""
+# torchvision publishes the first 8 hex digits of a file's SHA-256 (in its name, what torch.hub
+# checks); the whole digest was read in third-party code that pins the file.
+_DIGEST_SOURCE = (
+    "whole SHA-256 as pinned in third-party code; torchvision publishes its first 8 hex digits "
+    "(in the file name), which it matches"
+)
+# torchvision's code is BSD-3-Clause; its README's "Pre-trained Model License" says a model may
+# carry terms derived from its training data (here COCO).
+_LICENSE = "COCO's terms may apply, per torchvision"
+_LICENSE_SOURCE = "https://github.com/pytorch/vision/pull/5714"
 COCO_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth",
@@ -151,6 +161,9 @@ COCO_WEIGHTS = weights_lib.WeightsSpec(
     classes=COCO_CLASSES,
     source_format="torchvision",
     aliases=("coco",),
+    source_title=_DIGEST_SOURCE,
+    license=_LICENSE,
+    license_source=_LICENSE_SOURCE,
 )
 """The registered spec of torchvision's COCO `maskrcnn_resnet50_fpn` checkpoint
 (`weights="coco"`)."""
@@ -167,6 +180,9 @@ COCO_V2_WEIGHTS = weights_lib.WeightsSpec(
     classes=COCO_CLASSES,
     source_format="torchvision",
     aliases=("coco",),
+    source_title=_DIGEST_SOURCE,
+    license=_LICENSE,
+    license_source=_LICENSE_SOURCE,
 )
 """The registered spec of torchvision's COCO `maskrcnn_resnet50_fpn_v2` checkpoint
 (`weights="coco"`)."""
@@ -206,16 +222,17 @@ def maskrcnn_resnet50_fpn(
     [MaskRCNN][lambda_keras.detection.MaskRCNN] (module docstring).
 
     Examples:
+        ```python
+        import numpy as np
 
-    ```python
-    import numpy as np
+        from lambda_keras.detection import detect, maskrcnn_resnet50_fpn
 
-    from lambda_keras.detection import detect, maskrcnn_resnet50_fpn
-
-    model = maskrcnn_resnet50_fpn(weights="coco")  # downloaded, checked, converted once
-    photo = np.zeros((480, 640, 3), "uint8")  # any uint8 RGB photo, any size
-    found = detect(model, photo)  # NumPy boxes, scores, classes, masks in its pixels
-    ```
+        # downloaded, checked, converted once
+        model = maskrcnn_resnet50_fpn(weights="coco")
+        photo = np.zeros((480, 640, 3), "uint8")  # any uint8 RGB photo, any size
+        # NumPy boxes, scores, classes, masks in its pixels
+        found = detect(model, photo)
+        ```
     """
     return _torchvision_mask_rcnn(
         V1, weights, num_classes, reset_class_layers, trainable_backbone_layers, kwargs
@@ -235,15 +252,14 @@ def maskrcnn_resnet50_fpn_v2(
     (``TORCHVISION_V2_RULES``) and a backbone whose batch norm trains.
 
     Examples:
+        ```python
+        import numpy as np
 
-    ```python
-    import numpy as np
+        from lambda_keras.detection import detect, maskrcnn_resnet50_fpn_v2
 
-    from lambda_keras.detection import detect, maskrcnn_resnet50_fpn_v2
-
-    model = maskrcnn_resnet50_fpn_v2(weights="coco")
-    found = detect(model, np.zeros((480, 640, 3), "uint8"))
-    ```
+        model = maskrcnn_resnet50_fpn_v2(weights="coco")
+        found = detect(model, np.zeros((480, 640, 3), "uint8"))
+        ```
     """
     return _torchvision_mask_rcnn(
         V2, weights, num_classes, reset_class_layers, trainable_backbone_layers, kwargs

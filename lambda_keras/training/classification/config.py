@@ -64,10 +64,9 @@ class ClassificationConfig:
     ([`check_backend`][lambda_keras.training.classification.config.check_backend]).
 
     Examples:
-
-    >>> config = ClassificationConfig(model="resnet_rs50", epochs=1)
-    >>> config.placement.strategy
-    'auto'
+        >>> config = ClassificationConfig(model="resnet_rs50", epochs=1)
+        >>> config.placement.strategy
+        'auto'
     """
 
     model: str = "lambda_resnet50"

@@ -61,9 +61,8 @@ def train(config: ClassificationConfig) -> dict:
         exporting, the paths ``keras``, ``saved_model`` and ``labels``.
 
     Examples:
-
-    >>> from lambda_keras.training.classification import ClassificationConfig, train
-    >>> result = train(ClassificationConfig(epochs=1, width_multiplier=0.125))  # doctest: +SKIP
+        >>> from lambda_keras.training.classification import ClassificationConfig, train
+        >>> result = train(ClassificationConfig(epochs=1, width_multiplier=0.125))  # doctest: +SKIP
     """
     check_backend(config, keras.backend.backend())
     placement = config.placement.make()  # multi-worker and multi-host: before any other op

@@ -50,9 +50,8 @@ class DetectionConfig:
     the config is made (``CHECKS``, the same rules as the script's flag validators).
 
     Examples:
-
-    >>> DetectionConfig(recipe="shapes", steps=10).placement.strategy
-    'auto'
+        >>> DetectionConfig(recipe="shapes", steps=10).placement.strategy
+        'auto'
     """
 
     train_annotations: str | None = None

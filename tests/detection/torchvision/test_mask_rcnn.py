@@ -10,6 +10,7 @@ import tensorflow as tf
 from lambda_keras.detection import LetterboxTransform, MaskRCNN, TorchvisionTransform
 from lambda_keras.detection.serving import export_detector, export_detector_litert
 from lambda_keras.detection.torchvision.mask_rcnn import (
+    COCO_V2_WEIGHTS,
     COCO_WEIGHTS,
     maskrcnn_resnet50_fpn,
     maskrcnn_resnet50_fpn_v2,
@@ -155,8 +156,11 @@ def test_builder_arguments(kwargs, error, message):
 def test_the_coco_checkpoint_is_pinned_by_its_whole_digest():
     """torch.hub checks the 8 hex digits in the file's name; the registry the whole SHA-256,
     which begins with them."""
-    assert COCO_WEIGHTS.integrity == "sha256" and len(COCO_WEIGHTS.sha256) == 64
-    assert COCO_WEIGHTS.url.endswith(f"-{COCO_WEIGHTS.sha256[:8]}.pth")
+    for spec in (COCO_WEIGHTS, COCO_V2_WEIGHTS):
+        assert spec.integrity == "sha256" and len(spec.sha256) == 64
+        assert spec.url.endswith(f"-{spec.sha256[:8]}.pth")
+        # The docs say where the whole digest was read and what torchvision publishes of it.
+        assert "third-party" in spec.source_title and "first 8 hex digits" in spec.source_title
     assert COCO_WEIGHTS.metrics == {"coco_box_ap": 37.9, "coco_mask_ap": 34.6}
 
 

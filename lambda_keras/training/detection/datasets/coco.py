@@ -7,11 +7,11 @@ Rules (each applied before anything is traced, with the file and annotation id n
   ``categories`` is an error.
 * ``iscrowd`` regions are not trained on (a missing ``iscrowd`` means 0); they stay in the JSON
   for ``COCOeval``, which ignores detections on them.
-* Boxes come from ``bbox`` (``[x, y, width, height]``: four finite numbers, width and height
-  >= 0, else an error), clipped to the image; an annotation whose clipped box is narrower or
-  lower than 1 pixel, or whose mask is empty, is skipped and counted (``CocoSource.skipped``).
-  Missing ``area`` is not needed. The targets made keep the rule ``MaskRCNN.fit`` checks
-  ([target_checks][lambda_keras.detection.target_checks]).
+* Boxes come from ``bbox`` (``[x, y, width, height]``: four finite numbers, width and
+  height at least 0, else an error), clipped to the image; an annotation whose clipped box is
+  narrower or lower than 1 pixel, or whose mask is empty, is skipped and counted
+  (``CocoSource.skipped``). Missing ``area`` is not needed. The targets made keep the rule
+  ``MaskRCNN.fit`` checks ([target_checks][lambda_keras.detection.target_checks]).
 * Segmentations: polygons (clipped to the image) or RLE, decoded with pycocotools; an
   annotation without one trains its box with a box-shaped mask.
 * Images without (usable) objects are kept: they teach the background.
