@@ -87,11 +87,7 @@ def _paper_flops(name: str) -> str:
 
 def _weights_names(name: str) -> str:
     specs = registered_weights(name).values()
-    return ", ".join(
-        f"[`{s.name}`](weights.md#{_anchor(s.name)})"
-        + (f' (`weights="{s.aliases[0]}"`)' if s.aliases else "")
-        for s in specs
-    )
+    return ", ".join(f"[`{s.name}`](weights.md#{_anchor(s.name)})" for s in specs)
 
 
 def _anchor(name: str) -> str:
@@ -127,31 +123,39 @@ def _imagenet_weights(name: str) -> WeightsSpec | None:
     return next((s for s in registered_weights(name).values() if "imagenet" in s.aliases), None)
 
 
+# Where the pick-a-model table's speeds come from: (results file, table, img/s column, the rows
+# taken, what the file does not say). bench_timm_ports.py times the ports with TensorFlow in
+# float32 (its docstring); its results file does not record the backend.
+SPEED_SOURCES = (
+    ("timm_ports.json", "timm_ports", "Keras `auto`", {}, "TensorFlow, float32"),
+    (
+        "train.json",
+        "train",
+        "inference img/s",
+        {"backend": "tensorflow", "precision": "float32", "XLA": "off"},
+        "",
+    ),
+)
+
+
 def measured_speeds() -> tuple[dict[str, str], list[str]]:
     """Measured inference img/s per registry model, each cell with the letter of its source,
     and the sources (file, settings, machine) those letters name."""
-    sources = [
-        # (file, table, img/s column, the rows taken, what the title leaves unsaid)
-        ("timm_ports.json", "timm_ports", "Keras `auto`", {}, "TensorFlow, float32"),
-        (
-            "train.json",
-            "train",
-            "inference img/s",
-            {"backend": "tensorflow", "precision": "float32", "XLA": "off"},
-            "",
-        ),
-    ]
     cells, notes = {}, []
-    for letter, (file, table, column, where, unsaid) in zip("abc", sources, strict=False):
+    letters = "abcdefgh"[: len(SPEED_SOURCES)]
+    for letter, (file, table, column, where, unsaid) in zip(letters, SPEED_SOURCES, strict=True):
         results = json.loads((RESULTS / file).read_text())
-        found = results["tables"][table]
-        columns = found["columns"]
+        found = results["tables"].get(table, {"columns": []})
+        missing = sorted({column, "model", *where} - set(found["columns"]))
+        if missing:
+            raise ValueError(
+                f"benchmarks/results/{file} has no table {table!r} with the columns {missing}: "
+                "re-run its benchmark or change SPEED_SOURCES."
+            )
         for row in found["rows"]:
-            values = dict(zip(columns, row, strict=True))
-            if any(values.get(k) != v for k, v in where.items()):
-                continue
-            if values["model"] in list_models():
-                cells.setdefault(values["model"], f"{values[column]:.1f} ({letter})")
+            values = dict(zip(found["columns"], row, strict=True))
+            if values["model"] in list_models() and all(values[k] == v for k, v in where.items()):
+                cells.setdefault(values["model"], f"{_number(values[column], file)} ({letter})")
         taken = ", ".join([unsaid] * bool(unsaid) + [f"{k} {v}" for k, v in where.items()])
         cpu = results["cpu"]
         notes.append(
@@ -159,6 +163,12 @@ def measured_speeds() -> tuple[dict[str, str], list[str]]:
             f"{cpu['model']}, {cpu['cores']} cores, {results['date'][:10]}."
         )
     return cells, notes
+
+
+def _number(value: object, file: str) -> str:
+    if not isinstance(value, (int, float)):
+        raise ValueError(f"benchmarks/results/{file}: a speed is not a number: {value!r}.")
+    return f"{value:.1f}"
 
 
 def picker_table(sizes: dict[str, dict[str, int]]) -> str:

@@ -1,21 +1,34 @@
 """A local mirror of the registered pretrained files, for tests that run what a user runs
-(``get_model(name, weights="imagenet")``, the README's and the docs' samples) without the
-network: a Hugging Face Hub on 127.0.0.1 (``tests/local_hub.py``) serving checkpoints of timm's
-tensor names and shapes with random values, each at the commit its spec pins."""
+(``get_model(name, weights="imagenet")``, ``maskrcnn_resnet50_fpn(weights="coco")``, the
+README's and the docs' samples) without the network: a Hugging Face Hub on 127.0.0.1
+(``tests/local_hub.py``) serving checkpoints of timm's tensor names and shapes with random
+values, each at the commit its spec pins, and torchvision's COCO files in torch.save's format."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
 import hashlib
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 from safetensors.numpy import save
 
+from lambda_keras.detection.torchvision import mask_rcnn
 from lambda_keras.zoo import downloads
 from lambda_keras.zoo import weights as weights_lib
+from tests.checkpoints.pth_writer import write_pth
+from tests.detection.torchvision import torchvision_states
 from tests.local_hub import LocalHub, serving
 from tests.zoo.timm_states import random_state
+
+# torchvision's COCO files by builder: the spec, and whether the file is in the sequential
+# format of 2019 (v1's) rather than the zip format (v2's).
+COCO_FILES = {
+    "maskrcnn_resnet50_fpn": (mask_rcnn.COCO_WEIGHTS, True),
+    "maskrcnn_resnet50_fpn_v2": (mask_rcnn.COCO_V2_WEIGHTS, False),
+}
 
 
 def imagenet_specs() -> dict[str, weights_lib.WeightsSpec]:
@@ -58,3 +71,22 @@ def pretrained_mirror(monkeypatch, architectures: tuple[str, ...] = ()) -> Itera
         for architecture in architectures:
             publish(hub, architecture, monkeypatch)
         yield hub
+
+
+def publish_coco(
+    server: LocalHub, architecture: str, folder: Path, monkeypatch, state: dict | None = None
+) -> dict:
+    """Serve ``state`` (default: a random checkpoint of torchvision's names and shapes) as the
+    COCO file of ``architecture`` (written in ``folder``); its registered spec points at it,
+    with its digest. Returns the state."""
+    spec, legacy = COCO_FILES[architecture]
+    if state is None:
+        state = torchvision_states.random_state(architecture, seed=3)
+    data = write_pth(folder / "checkpoint.pth", state, legacy=legacy).read_bytes()
+    path = "/models/" + os.path.basename(spec.url)
+    server.files[path] = data
+    local = dataclasses.replace(
+        spec, url=server.url + path, sha256=hashlib.sha256(data).hexdigest()
+    )
+    monkeypatch.setitem(weights_lib._REGISTRY, spec.name, local)
+    return state

@@ -17,9 +17,9 @@ import pytest
 
 import lambda_keras
 from lambda_keras.zoo import weights as weights_lib
-from tests.detection.torchvision.test_coco_weights import publish as publish_coco
+from tests.detection.torchvision import torchvision_states
 from tests.docs_site import build_site, docs_module
-from tests.pretrained_mirror import pretrained_mirror
+from tests.pretrained_mirror import pretrained_mirror, publish_coco
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -128,10 +128,13 @@ def test_the_samples_run(page, tmp_path, monkeypatch, capsys):
     namespace = {}
     try:  # weights="imagenet" downloads from a local mirror of the Hub (random weights)
         with pretrained_mirror(monkeypatch, ("lambda_resnet50ts",)) as hub:
-            if page == "detection.md":  # weights="coco": torchvision's file, random values
-                publish_coco(hub, "maskrcnn_resnet50_fpn", tmp_path, monkeypatch)
-            for sample in python_blocks((DOCS / page).read_text()):
+            if page == "detection.md":  # weights="coco": a file that finds "person"s
+                state = torchvision_states.detecting_state("maskrcnn_resnet50_fpn")
+                publish_coco(hub, "maskrcnn_resnet50_fpn", tmp_path, monkeypatch, state)
+            for number, sample in enumerate(python_blocks((DOCS / page).read_text())):
                 exec(compile(sample, f"docs/{page}", "exec"), namespace)
+                if page == "detection.md" and number == 0:
+                    check_the_coco_sample(namespace, capsys)
     finally:
         for name in set(weights_lib.registered_weights()) - registered:
             weights_lib.unregister_weights(name)
@@ -140,6 +143,18 @@ def test_the_samples_run(page, tmp_path, monkeypatch, capsys):
         assert expected in printed, (expected, printed[-2000:])
     if page == "weights.md":  # the photo's top five classes, one a line with a probability
         assert len(re.findall(r"^\S.* [01]\.\d{3}$", printed, re.M)) == 5, printed[-2000:]
+
+
+def check_the_coco_sample(namespace: dict, capsys) -> None:
+    """The detection page's first sample prints a line per detection scored 0.5 or more: a
+    COCO category, its score and its box in the photo's pixels."""
+    printed = capsys.readouterr().out
+    found = namespace["found"]
+    confident = int((found["scores"][: int(found["num_detections"])] >= 0.5).sum())
+    lines = re.findall(r"^\S.* [01]\.\d\d \[\d+, \d+, \d+, \d+\]$", printed, re.M)
+    assert len(lines) == confident > 0, printed[-2000:]
+    assert all(line.startswith("person ") for line in lines), lines[:3]
+    assert found["masks"].shape[1:] == (427, 640)
 
 
 def test_every_page_is_in_the_navigation():
@@ -253,7 +268,7 @@ MAIN_NAMES = {
     "zoo": "lambda_keras.zoo.get_model",
     "detection": "lambda_keras.detection.maskrcnn_resnet50_fpn",
 }
-# The site's content column at 1280 px holds about 80 characters of code.
+# Code fits 80 columns: the content column shows them at 1280 px with room to spare.
 CODE_COLUMNS = 80
 
 
@@ -284,11 +299,23 @@ def test_every_example_renders_as_code(site):
     sources = sorted((ROOT / "lambda_keras").rglob("*.py"))
     sections = sum(len(re.findall(r"^\s*Examples:$", p.read_text(), re.M)) for p in sources)
     pages = [api_page(site, page) for page in API_PAGES]
-    rendered = sum(page.count('doc-section-title">Examples:') for page in pages)
-    assert sections >= 20 and rendered >= sections, (sections, rendered)
-    assert sum(page.count('<span class="gp">&gt;&gt;&gt; </span>') for page in pages) > 20
+    rendered = [part for page in pages for part in examples_sections(page)]
+    assert sections >= 20 and len(rendered) >= sections, (sections, len(rendered))
+    for section in rendered:  # every prompt and every line of code inside a code block
+        outside = re.sub(r"<pre>.*?</pre>", "", section, flags=re.S)
+        assert "<pre>" in section and "&gt;&gt;&gt;" not in outside, outside[:300]
     quoted = [page for page, html in zip(API_PAGES, pages, strict=True) if "<blockquote>" in html]
     assert quoted == []
+
+
+def examples_sections(html: str) -> list[str]:
+    """Each rendered ``Examples:`` section: its HTML up to the next section, member or
+    heading."""
+    starts = [m.end() for m in re.finditer(r'doc-section-title">Examples:</span>', html)]
+    ends = re.compile(r'doc-section-title"|<h[1-6] |<div class="doc doc-object')
+    return [
+        html[start : (ends.search(html, start) or re.search("$", html)).start()] for start in starts
+    ]
 
 
 def test_each_class_and_function_appears_once_on_its_page(site):
@@ -387,19 +414,19 @@ def is_attribute_value(html: str, start: int) -> bool:
     return html.startswith('<div class="doc doc-object doc-attribute">', last_object)
 
 
-# A table's narrowest layout in characters: per column its widest unbreakable piece (a word, or
-# a code span's piece between spaces: code never breaks inside a name, docs/stylesheets), plus
-# the cells' padding. The widest table that Chromium lays out at 1280 px without scrolling
-# measures 134 (tests/test_docs_layout.py measures the built pages themselves).
-TABLE_COLUMNS = 140
+# A table's narrowest layout in characters: per column its widest unbreakable piece, a word or
+# a code span (docs/stylesheets/extra.css keeps a prose page's table code on one line), plus the
+# cells' padding. At 1280 px the content column is 978 px wide (the page's contents sit in the
+# navigation); the widest table of these pages, which Chromium lays out there without scrolling
+# (tests/test_docs_layout.py), measures 134.
+TABLE_COLUMNS = 145
 TABLE_PADDING = 4
 
 
 def widest_piece(cell: str) -> int:
     cell = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", cell)  # a link shows its text
     cell = re.sub(r"<[^>]+>", " ", cell)
-    spans = re.findall(r"`([^`]*)`", cell)
-    words = [w for span in spans for w in span.split(" ")] + re.sub(r"`[^`]*`", " ", cell).split()
+    words = re.findall(r"`([^`]*)`", cell) + re.sub(r"`[^`]*`", " ", cell).split()
     return max(map(len, words), default=0)
 
 

@@ -89,30 +89,30 @@ def _delta(built: float, paper: float) -> str:
 
 
 def markdown(results: list[dict]) -> str:
-    """The Markdown table (docs/zoo.md) of [`measure`][lambda_keras.zoo.paper_table.measure]'s
-    results."""
+    """The Markdown tables (docs/zoo.md) of [`measure`][lambda_keras.zoo.paper_table.measure]'s
+    results: the parameters of every row, then the FLOPs of the rows the paper gives them
+    for."""
     lines = [
-        "| model | paper | builder | params (M), paper | params (M), built | Δ "
-        "| FLOPs (M), paper | FLOPs (M), built | Δ |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| model | paper | builder | params (M), paper | params (M), built | Δ |",
+        "|---|---|---|---:|---:|---:|",
     ]
     for result in results:
         row = result["row"]
         args = ", ".join(f"{k}={v!r}" for k, v in row.kwargs.items())
         call = f"`get_model({row.model!r}{', ' + args if args else ''})`"
-        flops = ("", "", "")
-        if row.flops_m is not None:
-            flops = (
-                f"{row.flops_m:.0f}",
-                f"{result['flops_m']:.0f}",
-                _delta(result["flops_m"], row.flops_m),
-            )
         lines.append(
             f"| {row.label} | {row.source} | {call} | {row.params_m:.2f} | "
-            f"{result['params_m']:.2f} | {_delta(result['params_m'], row.params_m)} | "
-            + " | ".join(flops)
-            + " |"
+            f"{result['params_m']:.2f} | {_delta(result['params_m'], row.params_m)} |"
         )
+    lines += ["", "| model | paper | FLOPs (M), paper | FLOPs (M), built | Δ |"]
+    lines.append("|---|---|---:|---:|---:|")
+    for result in results:
+        row = result["row"]
+        if row.flops_m is not None:
+            lines.append(
+                f"| {row.label} | {row.source} | {row.flops_m:.0f} | {result['flops_m']:.0f} | "
+                f"{_delta(result['flops_m'], row.flops_m)} |"
+            )
     return "\n".join(lines)
 
 

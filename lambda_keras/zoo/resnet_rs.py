@@ -140,6 +140,12 @@ _PINS = {
     ),
 }
 
+# The ResNet-RS authors' TensorFlow checkpoints (tensorflow/tpu, an Apache-2.0 repository),
+# converted by timm: Apache-2.0, and the terms of ImageNet-1k, which they were trained on.
+GOOGLE_LICENSE = "Apache-2.0 (Google); ImageNet-1k's terms may apply"
+GOOGLE_LICENSE_SOURCE = (
+    "https://github.com/tensorflow/tpu/blob/master/models/official/resnet/resnet_rs/README.md"
+)
 for _weights in TIMM_WEIGHTS.values():
     weights_lib.register_timm_weights(
         architecture=f"resnet_rs{_weights.depth}",
@@ -147,6 +153,8 @@ for _weights in TIMM_WEIGHTS.values():
         hub_id=_weights.hub_id,
         input_size=_weights.test_size,
         crop_fraction=_weights.crop_fraction,
+        license=GOOGLE_LICENSE,
+        license_source=GOOGLE_LICENSE_SOURCE,
         **_PINS[_weights.depth],
     )
 

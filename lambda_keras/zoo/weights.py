@@ -56,10 +56,10 @@ __all__ = [
     "unregister_weights",
 ]
 
-# What timm says of its weights' terms: its code is Apache-2.0, and the weights it trained on
-# ImageNet-1k are likely governed by the dataset's terms (its author, in the discussion cited).
+# What timm's README ("Licenses") says of the weights it trained itself on ImageNet-1k: assume
+# the dataset's license applies to them (timm's code is Apache-2.0).
 TIMM_LICENSE = "ImageNet-1k's terms, per timm"
-TIMM_LICENSE_SOURCE = "https://github.com/huggingface/pytorch-image-models/discussions/239"
+TIMM_LICENSE_SOURCE = "https://github.com/huggingface/pytorch-image-models#licenses"
 _REGISTRY: dict[str, WeightsSpec] = {}
 # Source format -> the function that assigns a checkpoint file of that format to a built model,
 # and the modules it needs (checked before anything is downloaded).
@@ -110,6 +110,8 @@ def register_timm_weights(
     crop_fraction: float,
     imagenet_top: tuple[float, float],
     sha256: str | None = None,
+    license: str = TIMM_LICENSE,
+    license_source: str = TIMM_LICENSE_SOURCE,
 ) -> WeightsSpec:
     """Register timm's ImageNet ``model.safetensors`` of ``hub_id`` (``timm/<model>.<tag>`` on
     the Hugging Face Hub) as ``weights="imagenet"`` of the zoo's ``architecture``, whose timm
@@ -120,7 +122,9 @@ def register_timm_weights(
     ``source`` is where the digest or commit was read, required: a pin that cannot be cited is
     not a pin. ``imagenet_top``: timm's top-1 and top-5 (%) of the weights at ``input_size``
     and ``crop_fraction``
-    (``lambda_keras.zoo.timm_checkpoint.TIMM_RESULTS``)."""
+    (``lambda_keras.zoo.timm_checkpoint.TIMM_RESULTS``). ``license``: the file's terms as its
+    publisher states them, ``license_source`` where (default: timm's, for weights timm
+    trained)."""
     if not source:
         raise ValueError(
             f"The pin of {hub_id!r} needs its `source`: the page its digest or commit was read on."
@@ -143,8 +147,8 @@ def register_timm_weights(
         crop_fraction=crop_fraction,
         source_format="timm",
         aliases=("imagenet",),
-        license=TIMM_LICENSE,
-        license_source=TIMM_LICENSE_SOURCE,
+        license=license,
+        license_source=license_source,
     )
     register_weights(spec)
     _TIMM_FAMILIES[architecture] = family

@@ -144,7 +144,7 @@ _DIGEST_SOURCE = (
 # torchvision's code is BSD-3-Clause; its README's "Pre-trained Model License" says a model may
 # carry terms derived from its training data (here COCO).
 _LICENSE = "COCO's terms may apply, per torchvision"
-_LICENSE_SOURCE = "https://github.com/pytorch/vision/pull/5714"
+_LICENSE_SOURCE = "https://github.com/pytorch/vision#pre-trained-model-license"
 COCO_WEIGHTS = weights_lib.WeightsSpec(
     name="maskrcnn_resnet50_fpn_coco",
     url="https://download.pytorch.org/models/maskrcnn_resnet50_fpn_coco-bf2d0c1e.pth",

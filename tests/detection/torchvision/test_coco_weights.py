@@ -5,8 +5,6 @@ torchvision's names and shapes in torch.save's format (v1's in the sequential fo
 v2's in the zip format). Runs on TensorFlow here and on JAX in the child run of
 ``tests/test_backends.py``."""
 
-import dataclasses
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -17,14 +15,8 @@ import pytest
 
 from lambda_keras.detection.torchvision import checkpoint, mask_rcnn
 from lambda_keras.zoo import weights as weights_lib
-from tests.checkpoints.pth_writer import write_pth
-from tests.detection.torchvision.torchvision_states import random_state
 from tests.local_hub import LocalHub, serving
-
-VARIANTS = {
-    "maskrcnn_resnet50_fpn": (mask_rcnn.COCO_WEIGHTS, True),
-    "maskrcnn_resnet50_fpn_v2": (mask_rcnn.COCO_V2_WEIGHTS, False),
-}
+from tests.pretrained_mirror import publish_coco
 
 
 @pytest.fixture
@@ -36,23 +28,8 @@ def server(tmp_path, monkeypatch):
         yield hub
 
 
-def publish(server: LocalHub, architecture: str, tmp_path: Path, monkeypatch) -> dict:
-    """Serve a random checkpoint as torchvision's file; the registered spec points at it, with
-    its digest. Returns the state."""
-    spec, legacy = VARIANTS[architecture]
-    state = random_state(architecture, seed=3)
-    data = write_pth(tmp_path / "checkpoint.pth", state, legacy=legacy).read_bytes()
-    path = "/models/" + os.path.basename(spec.url)
-    server.files[path] = data
-    local = dataclasses.replace(
-        spec, url=server.url + path, sha256=hashlib.sha256(data).hexdigest()
-    )
-    monkeypatch.setitem(weights_lib._REGISTRY, spec.name, local)
-    return state
-
-
 def check_coco_loads(architecture: str, server, tmp_path, monkeypatch) -> None:
-    state = publish(server, architecture, tmp_path, monkeypatch)
+    state = publish_coco(server, architecture, tmp_path, monkeypatch)
     model = getattr(mask_rcnn, architecture)(weights="coco")
     loaded = [np.asarray(w) for w in model.weights]
     checkpoint.assign_checkpoint(model, state)  # what a direct conversion assigns
@@ -71,7 +48,7 @@ def test_coco_v2_loads_in_one_line_without_pytorch(server, tmp_path, monkeypatch
 
 
 def test_a_tampered_checkpoint_is_refused_and_removed(server, tmp_path, monkeypatch):
-    publish(server, "maskrcnn_resnet50_fpn", tmp_path, monkeypatch)
+    publish_coco(server, "maskrcnn_resnet50_fpn", tmp_path, monkeypatch)
     path = "/models/" + os.path.basename(mask_rcnn.COCO_WEIGHTS.url)
     server.files[path] = server.files[path][:-1] + b"\x00"
     with pytest.raises(

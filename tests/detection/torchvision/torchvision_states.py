@@ -36,3 +36,25 @@ def random_state(model: str = "maskrcnn_resnet50_fpn", seed: int = 0) -> dict[st
         else:
             state[key] = rng.normal(size=shape).astype("float32")
     return state
+
+
+def detecting_state(model: str = "maskrcnn_resnet50_fpn", seed: int = 0) -> dict[str, np.ndarray]:
+    """A checkpoint of ``model``'s names and shapes that finds objects in any photo: random
+    weights scaled by their fan-in (so that activations stay finite through the network),
+    identity batch norms, and a box classifier that calls every region "person" (class 1)
+    with its regions' boxes unchanged."""
+    rng = np.random.default_rng(seed)
+    state = {}
+    for key, shape in SHAPES[model].items():
+        if key.endswith(("running_mean", "bias")):
+            value = np.zeros(shape)
+        elif key.endswith("running_var") or len(shape) == 1:  # variances, batch-norm scales
+            value = np.ones(shape)
+        else:
+            value = rng.normal(size=shape) / np.sqrt(np.prod(shape[1:]))
+        state[key] = value.astype("float32")
+    for layer in ("cls_score", "bbox_pred"):
+        key = f"roi_heads.box_predictor.{layer}.weight"
+        state[key] = np.zeros_like(state[key])
+    state["roi_heads.box_predictor.cls_score.bias"][1] = 10.0
+    return state
