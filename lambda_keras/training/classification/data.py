@@ -497,6 +497,29 @@ class Inputs:
     skipped: dict[str, int]
 
 
+def _check_same_classes(config: ClassificationConfig, sources: dict[str, Source]) -> None:
+    """A label means the same class in both splits: a folder data set labels each split by its
+    own sorted class folders, so splits with other folders would be scored against the wrong
+    classes."""
+    train, evaluation = sources[config.train_split], sources[config.eval_split]
+    if train.class_names == evaluation.class_names:
+        return
+    only = {
+        split: sorted(set(source.class_names) - set(other.class_names))
+        for split, source, other in (
+            (config.train_split, train, evaluation),
+            (config.eval_split, evaluation, train),
+        )
+    }
+    raise ValueError(
+        f"The splits {config.train_split!r} and {config.eval_split!r} of {config.dataset!r} "
+        f"have other classes (only in {config.train_split!r}: {only[config.train_split]}; "
+        f"only in {config.eval_split!r}: {only[config.eval_split]}): a label is the index of "
+        "a class among its split's sorted class names, so it would name another class in the "
+        "other split. Give both splits the same class folders."
+    )
+
+
 def make_inputs(config: ClassificationConfig, recipe: Recipe) -> Inputs:
     """The training and evaluation splits of ``config.dataset`` and their pipelines: the
     config's augmentation, the recipe's RandAugment magnitude for the model."""
@@ -511,6 +534,7 @@ def make_inputs(config: ClassificationConfig, recipe: Recipe) -> Inputs:
         )
         for split in (config.train_split, config.eval_split)
     }
+    _check_same_classes(config, sources)
     train_source = sources[config.train_split]
     flip = flips(config)
     magnitude = recipe.randaugment_magnitude(zoo.model_info(config.model), config.image_size)

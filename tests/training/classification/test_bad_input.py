@@ -291,3 +291,18 @@ def test_export_for_serving_arguments(tmp_path, kwargs, error, message):
     with pytest.raises(error, match=message):
         export_for_serving(**{**arguments, **kwargs})
     assert not (tmp_path / "sv").exists()
+
+
+def test_splits_with_other_class_folders_are_refused(tmp_path):
+    """Each split of a folder data set is labelled by its own sorted class folders: a test
+    split without "b" would score "c" images as "b". Refused, naming the classes."""
+    from lambda_keras.training.classification import ClassificationConfig, make_inputs, recipes
+
+    root = tmp_path / "data"
+    write_images(root / "train", {"a": 2, "b": 2, "c": 2})
+    write_images(root / "test", {"a": 1, "c": 1})
+    config = ClassificationConfig(dataset=f"folder:{root}", batch_size=2)
+    with pytest.raises(ValueError, match=r"only in 'train': \['b'\]; only in 'test': \[\]"):
+        make_inputs(config, recipes.RECIPES[config.recipe])
+    write_images(root / "test", {"b": 1})  # the same class folders: accepted
+    assert make_inputs(config, recipes.RECIPES[config.recipe]).train.class_names == ["a", "b", "c"]
