@@ -46,9 +46,10 @@ def script_names() -> list[str]:
 
 
 def load_script(name: str):
-    """``scripts/<name>.py`` as a module, its ``__main__`` block not run (as the tests load the
-    scripts: ``tests/script_flags.py``); the scripts' folder on ``sys.path`` for the modules
-    beside them (``placement_flags``)."""
+    """``scripts/<name>.py`` as the module ``lambda_keras_scripts.<name>``, its ``__main__``
+    block not run (the tests load the scripts with it: ``tests/script_flags.py``); the
+    scripts' folder on ``sys.path``, as when a script runs, for the modules beside them
+    (``placement_flags``)."""
     module_name = f"lambda_keras_scripts.{name}"
     if module_name in sys.modules:
         return sys.modules[module_name]

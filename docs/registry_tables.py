@@ -177,18 +177,14 @@ def picker_table(sizes: dict[str, dict[str, int]]) -> str:
     terms of its weights; pretrained models first, by top-1."""
     _check_sizes(sizes)
     speeds, notes = measured_speeds()
-    order = sorted(
-        models(),
-        key=lambda n: (
-            -(_imagenet_weights(n).metrics["imagenet_top1"]) if _imagenet_weights(n) else 0
-        ),
-    )
+    specs = {name: _imagenet_weights(name) for name in models()}
+    order = sorted(specs, key=lambda n: -specs[n].metrics["imagenet_top1"] if specs[n] else 0)
     lines = [
         "| model | top-1 / top-5 (%) | params | GFLOPs | input | img/s (CPU) | weights' terms |",
         "|---|---:|---:|---:|---:|---:|---|",
     ]
     for name in order:
-        spec, size = _imagenet_weights(name), sizes[name]
+        spec, size = specs[name], sizes[name]
         terms = f"[{spec.license}]({spec.license_source})" if spec and spec.license else "—"
         side = spec.input_size if spec else size["input_size"]
         flops = size.get("imagenet_flops", size["flops"]) if spec else size["flops"]

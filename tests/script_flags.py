@@ -2,31 +2,16 @@
 running it, and its flags parsed through its ``define_flags`` on a fresh ``FlagValues`` (absl's
 parse errors are the scripts' one-line "FATAL Flags parsing error")."""
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
 
 import pytest
 from absl import flags
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from tests.docs_site import docs_module
 
-
-def load_script(name: str):
-    """``scripts/<name>.py`` as the module ``lambda_keras_scripts.<name>``, its ``__main__``
-    block not run. The scripts' folder goes on ``sys.path``, as when a script runs, for the
-    modules beside them (``placement_flags``)."""
-    module_name = f"lambda_keras_scripts.{name}"
-    if module_name in sys.modules:
-        return sys.modules[module_name]
-    if str(SCRIPTS) not in sys.path:
-        sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location(module_name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
-    return module
+# ``scripts/<name>.py`` as the module ``lambda_keras_scripts.<name>``, its ``__main__`` block
+# not run: the docs' flag tables load the scripts the same way, with this function.
+load_script = docs_module("flag_tables").load_script
 
 
 def parse(script, *argv: str) -> flags.FlagValues:

@@ -133,10 +133,10 @@ def _constant_calls(keras_calls: dict) -> dict:
     ``_host_setting`` says so)."""
     from keras.src.initializers import constant_initializers as constant
 
-    def zeros(shape, dtype):
+    def zeros(self, shape, dtype):
         return np.zeros(shape, _numpy_dtype(dtype))
 
-    def ones(shape, dtype):
+    def ones(self, shape, dtype):
         return np.ones(shape, _numpy_dtype(dtype))
 
     def constant_value(self, shape, dtype):  # Keras': value * ones(shape)
@@ -147,9 +147,7 @@ def _constant_calls(keras_calls: dict) -> dict:
         def call(self, shape, dtype=None):
             if _host_setting() is None:
                 return keras_calls[cls](self, shape, dtype)
-            if cls is constant.Constant:
-                return _on_device(values(self, shape, dtype))
-            return _on_device(values(shape, dtype))
+            return _on_device(values(self, shape, dtype))
 
         return call
 
