@@ -221,6 +221,10 @@ def write(path: str | None, benchmark: str, tables: Sequence[Table], **settings)
 
 
 def _relative(argument: str) -> str:
+    """A path in the checkout relative to its root; any other argument as it is (a flag is not
+    a path, wherever the script ran from)."""
+    if not Path(argument).exists():
+        return argument
     try:
         return str(Path(argument).resolve().relative_to(ROOT))
     except ValueError:

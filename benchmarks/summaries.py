@@ -291,6 +291,31 @@ def main_job(table: Table) -> str:
     return "Each run from a fresh process: " + "; ".join(parts) + "."
 
 
+def torch_steps(target: float):
+    """The Keras rows' step times as multiples of timm's; the compiled rows against ``target``
+    (at most that multiple: 1.00 on the CPUs, 1.25, 0.8x timm's images/s, on a GPU)."""
+
+    def sentence(table: Table) -> str:
+        train, infer = _column(table, "train x timm"), _column(table, "inference x timm")
+        parts = []
+        for row in table.rows:
+            if row[1] == "timm" or not (is_number(row[train]) and is_number(row[infer])):
+                continue
+            cells = [f"training {row[train]:.2f}x", f"inference {row[infer]:.2f}x"]
+            if row[1].startswith("compiled"):
+                cells = [
+                    f"{cell} ({'met' if value <= target else 'not met'})"
+                    for cell, value in zip(cells, (row[train], row[infer]), strict=True)
+                ]
+            parts.append(f"{row[0]} {row[1]}: " + ", ".join(cells))
+        return (
+            f"Step time as a multiple of timm's; target for the compiled steps at most "
+            f"{target:.2f}x. " + "; ".join(parts) + "."
+        )
+
+    return sentence
+
+
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
     "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),
@@ -315,6 +340,9 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "xla_flags/compiled": compiled_markers,
     "detection_job/detection_job": detection_job,
     "main_job/main_job": main_job,
+    "torch_steps_64/torch_steps": torch_steps(1.0),
+    "torch_steps_224/torch_steps": torch_steps(1.0),
+    "torch_steps_h100/torch_steps": torch_steps(1.25),
 }
 
 

@@ -40,6 +40,16 @@ def _temporary_files_under_basetemp(tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _eager_torch_steps_unless_marked(request, monkeypatch):
+    """On PyTorch the zoo's steps compile with Inductor by default, a minute or more per step
+    and input shape on 2 cores (lambda_keras/backend/torch_compiled_step.py): the tests of other
+    things run Keras' eager steps, and those marked ``torch_compiled`` the default (set either way:
+a child process inherits its parent test's setting)."""
+    marked = request.node.get_closest_marker("torch_compiled") is not None
+    monkeypatch.setenv("LAMBDA_KERAS_TORCH_COMPILE", "1" if marked else "0")
+
+
+@pytest.fixture(autouse=True)
 def _seed_and_policy():
     keras.utils.set_random_seed(1234)
     yield
@@ -65,6 +75,11 @@ def pytest_configure(config):
         "skipped without it in the quick tier, run by .ci/run's second stage, which installs the "
         "oldest supported PyTorch ([test-torch]) and sets LAMBDA_KERAS_TORCH_TESTS=required: "
         "there a missing package fails the test",
+    )
+    config.addinivalue_line(
+        "markers",
+        "torch_compiled: on PyTorch, the zoo's steps compile as they do for users (every other "
+        "test runs them eagerly: LAMBDA_KERAS_TORCH_COMPILE=0)",
     )
     config.addinivalue_line(
         "markers",

@@ -61,6 +61,7 @@ CORE = [
     "tests/detection/ops/test_roi_align.py::test_adaptive_sampling_matches_torchvision_algorithm",
     "tests/detection/ops/test_roi_align_sparse.py",
     "tests/backend/test_torch_channels_last.py",
+    "tests/backend/test_torch_compiled_step.py",
     "tests/backend/test_host_initializers.py",
     "tests/test_preprocessing.py",
     # No tensor reaches NumPy implicitly: the library's paths where tensors refuse it (GPUs).

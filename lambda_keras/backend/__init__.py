@@ -2,6 +2,9 @@
 ([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
 ([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
 without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
+the zoo's training, evaluation and prediction steps as one compiled graph each on PyTorch
+([`torch_compiled_step`][lambda_keras.backend.torch_compiled_step],
+[`compiled_steps`][lambda_keras.backend.compiled_steps]),
 initial values from NumPy while the project builds a model on JAX
 ([`host_initializers`][lambda_keras.backend.host_initializers]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])

@@ -362,7 +362,10 @@ class LambdaLayer(keras.layers.Layer):
         qkv = keras.ops.matmul(x, self.qkv_kernel)
         if self.qkv_bias is not None:
             qkv = qkv + self.qkv_bias
-        q, keys, values = ops.split(qkv, np.cumsum(self._splits[:2]).tolist(), axis=-1)
+        # Slices, not ops.split: PyTorch's split by sizes reads them on the host (a sync per
+        # call, and no compiled graph around it).
+        a, b = np.cumsum(self._splits[:2]).tolist()
+        q, keys, values = qkv[..., :a], qkv[..., a:b], qkv[..., b:]
         if self.query_norm is not None:
             q = self.query_norm(q, training=training)
         if self.value_norm is not None:

@@ -14,6 +14,9 @@
 * ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for detection
   ([`pyramid_backbone`][lambda_keras.zoo.pyramid_backbone]).
 
+Every builder returns a ``ZooModel``: a functional ``keras.Model`` whose steps compile as one
+graph each on PyTorch ([`applications`][lambda_keras.zoo.applications]).
+
 Every builder is registered by name (``list_models()``, ``get_model(name)``,
 ``model_info(name)``).
 """
@@ -29,6 +32,7 @@ from lambda_keras.zoo import (
     timm_lambda_resnet,
     weights,
 )
+from lambda_keras.zoo.applications import ZooModel
 from lambda_keras.zoo.flops import count_flops
 from lambda_keras.zoo.hybrid_resnet50 import ResNet50
 from lambda_keras.zoo.lambda_resnet import (
@@ -116,6 +120,7 @@ __all__ = [
     "model_builder",
     "register_model",
     "register_weights",
+    "ZooModel",
     "registered_weights",
     "resnet_family",
     "resnet_rs",

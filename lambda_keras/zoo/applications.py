@@ -12,6 +12,7 @@ import keras
 import numpy as np
 
 from lambda_keras import _validation as v
+from lambda_keras.backend.compiled_steps import CompiledSteps
 from lambda_keras.backend.host_initializers import initial_values_on_host
 from lambda_keras.zoo import weights as weights_lib
 
@@ -35,8 +36,25 @@ APPLICATION_ARGS_DOC = """
 
 RETURNS_DOC = """
     Returns:
-        A ``keras.Model``.
+        A [`ZooModel`][lambda_keras.zoo.applications.ZooModel], a functional ``keras.Model``.
 """
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class ZooModel(CompiledSteps, keras.Model):
+    """The zoo's functional models: a ``keras.Model`` whose ``fit``, ``evaluate`` and
+    ``predict`` steps compile as one graph each on Keras' PyTorch backend
+    ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]); on TensorFlow and
+    JAX exactly a ``keras.Model``. Saved and loaded as itself.
+
+    Examples:
+        >>> from lambda_keras import zoo
+        >>> model = zoo.LambdaResNet26T(
+        ...     weights=None, input_shape=(64, 64, 3), classes=10
+        ... )
+        >>> isinstance(model, zoo.ZooModel)
+        True
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +202,7 @@ def build(
             min_size=min_size,
         )
         features = _pool(full.get_layer("features").output, args.pooling)
-        return keras.Model(full.input, features, name=name)
+        return ZooModel(full.input, features, name=name)
 
     inputs = args.input_tensor
     if inputs is None:
@@ -193,7 +211,7 @@ def build(
     with initial_values_on_host(overwritten=resolved is not None):
         x = body(inputs)
         x = _classifier(x, args, dropout_rate) if args.include_top else _pool(x, args.pooling)
-    model = keras.Model(inputs, x, name=name)
+    model = ZooModel(inputs, x, name=name)
     if isinstance(resolved, weights_lib.WeightsSpec):
         weights_lib.load_registered(model, resolved)
     elif resolved is not None:

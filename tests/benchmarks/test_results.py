@@ -52,6 +52,16 @@ def test_the_results_file_keeps_the_tables_and_where_they_were_measured(tmp_path
     results.write(None, "bench_x", [table()])  # no --output: nothing written, no error
 
 
+def test_the_command_makes_only_real_paths_relative(tmp_path, monkeypatch):
+    """A script run from ``benchmarks/`` writes its own path from the checkout's root and its
+    flags as they were (they were once prefixed with the folder)."""
+    monkeypatch.chdir(results.ROOT / "benchmarks")
+    monkeypatch.setattr(sys, "argv", ["bench_train.py", "--batch=2", "timm", "--output=x.json"])
+    results.write(str(tmp_path / "x.json"), "bench_train", [table()])
+    command = json.loads((tmp_path / "x.json").read_text())["command"]
+    assert command == "python benchmarks/bench_train.py --batch=2 timm --output=x.json"
+
+
 def test_render_fills_each_block_and_the_check_sees_a_stale_page(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=/elsewhere/x.json"])
     results.write(str(tmp_path / "x.json"), "bench_x", [table()])

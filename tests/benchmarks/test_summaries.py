@@ -190,3 +190,20 @@ def test_ready_times_are_against_tensorflow_model_by_model():
     )
     build.rows = [row for row in build.rows if row[1] != "tensorflow"]
     assert summaries.ready_times(build) == "No row has a TensorFlow row to be compared with."
+
+
+def test_the_torch_steps_sentence_says_where_the_compiled_steps_meet_timm_s_time():
+    columns = ["model", "steps", "train x timm", "inference x timm"]
+    rows = [
+        ["m", "timm", 1.0, 1.0],
+        ["m", "eager", 1.77, 2.55],
+        ["m", "compiled", 0.83, 1.19],
+        ["m", "compiled:default", 0.9, 0.95],
+    ]
+    sentence = summaries.torch_steps(1.0)(make(columns, rows, labels=2))
+    assert "at most 1.00x" in sentence and "timm:" not in sentence
+    assert "m eager: training 1.77x, inference 2.55x;" in sentence  # no target for eager
+    assert "m compiled: training 0.83x (met), inference 1.19x (not met)" in sentence
+    assert "m compiled:default: training 0.90x (met), inference 0.95x (met)" in sentence
+    on_a_gpu = summaries.torch_steps(1.25)(make(columns, rows, labels=2))
+    assert "inference 1.19x (met)" in on_a_gpu

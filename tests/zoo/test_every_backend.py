@@ -26,8 +26,10 @@ def exchange_model() -> keras.Model:
     )
 
 
+@pytest.mark.torch_compiled
 def test_a_zoo_model_trains_and_predicts():
-    """The new user's first try (``fit`` failed on JAX: tf ops on tracers)."""
+    """The new user's first try (``fit`` failed on JAX: tf ops on tracers); on PyTorch with the
+    compiled steps a user gets."""
     model = exchange_model()
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     x = images(batch=8)

@@ -1,0 +1,221 @@
+"""PyTorch steps side by side: timm's model in eager PyTorch, and the project's model on Keras'
+PyTorch backend with Keras' eager steps and with the project's compiled steps.
+
+One table per run, each system in its own process on the same device (the GPU where there is
+one), the same batch, size and precision: training (``train_on_batch``; for timm forward, loss,
+backward and SGD with momentum) and inference (``predict_on_batch``; timm under
+``inference_mode``) images/s as the median of ``--steps`` steps after two warm-ups, each step
+time against timm's (``x timm``: 1.00 or less is at most timm's time), the first training and
+inference calls alone (the compiled rows trace and compile there, with an empty Inductor cache
+of their own: a user's first run), and for the compiled rows the
+graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
+row: one graph per step, none broken, is the design). ``keras_resnet50`` is
+``keras.applications.ResNet50`` as a [`ZooModel`][lambda_keras.zoo.applications.ZooModel] (any
+functional model takes the compiled steps that way). The results file is written after every
+row.
+
+    python benchmarks/bench_torch_steps.py --batch=2 --size=64 \
+        --output=benchmarks/results/torch_steps_64.json
+    python benchmarks/bench_torch_steps.py --batch=64 --size=256 --policy=bfloat16  # a GPU
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+from arguments import positive_int  # noqa: E402
+from results import Table, add_output_argument, device_name, write  # noqa: E402
+
+SYSTEMS = ("timm", "eager", "compiled")
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""``compiled:<mode>`` among ``--systems``: the compiled steps in one of torch.compile's modes
+(``compiled`` alone: the project's choice for the device)."""
+MODELS = ("lambda_resnet50ts", "keras_resnet50")
+POLICIES = ("float32", "bfloat16", "float16")
+
+
+def first_and_median(fn, steps: int) -> tuple[float, float]:
+    """Seconds of the first call alone, and the median of ``steps`` calls after one more."""
+    start = time.perf_counter()
+    fn()
+    first = time.perf_counter() - start
+    fn()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return first, statistics.median(times)
+
+
+def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, size: int) -> dict:
+    """One model on Keras' PyTorch backend, eager or compiled (``jit_compile``)."""
+    import keras
+    import numpy as np
+    import torch._dynamo.utils
+    from bench_train import POLICIES as KERAS_POLICIES
+    from bench_train import make_model
+
+    from lambda_keras.zoo import ZooModel
+
+    keras.config.set_dtype_policy(KERAS_POLICIES[policy])
+    keras.utils.set_random_seed(0)
+    model = make_model(name, size)
+    if not isinstance(model, ZooModel):
+        model = ZooModel(model.inputs, model.outputs, name=model.name)
+    model.compile(
+        optimizer=keras.optimizers.SGD(0.1, momentum=0.9),
+        loss="sparse_categorical_crossentropy",
+        jit_compile=compiled,
+    )
+    x = np.random.default_rng(0).normal(size=(batch, size, size, 3)).astype("float32")
+    x, y = keras.ops.convert_to_tensor(x), keras.ops.zeros((batch,), "int32")
+    if compiled:  # a recompile or graph break says why, on stderr
+        torch._logging.set_logs(recompiles=True, graph_breaks=True)
+    counters = torch._dynamo.utils.counters
+    counters.clear()
+    first_train, train = first_and_median(lambda: model.train_on_batch(x, y), steps)
+    first_infer, infer = first_and_median(lambda: model.predict_on_batch(x), steps)
+    row = {"train": batch / train, "infer": batch / infer}
+    row.update(first_train=first_train, first_infer=first_infer)
+    if compiled:
+        row["graphs"] = counters["stats"]["unique_graphs"]
+        row["breaks"] = sum(counters["graph_break"].values())
+        row["eager"] = [
+            f"{step.kind}: {step.eager_reason}"
+            for step in (model.train_function, model.predict_function)
+            if getattr(step, "eager_reason", None)
+        ]
+        row["cudagraph_skips"] = sum(counters["inductor"].get(k, 0) for k in counters["inductor"]
+                                     if "cudagraph_skip" in k)
+    return row
+
+
+def timm_row(name: str, policy: str, batch: int, steps: int, size: int) -> dict:
+    from bench_train import timm_throughput
+
+    train, infer, first = timm_throughput(name, policy, False, batch, steps, size)
+    return {"train": train, "infer": infer, "first_train": first, "first_infer": None}
+
+
+def child(argument: str) -> None:
+    system, name, policy, batch, steps, size = json.loads(argument)
+    if system == "timm":
+        row = timm_row(name, policy, batch, steps, size)
+    else:
+        row = keras_row(name, policy, system.startswith("compiled"), batch, steps, size)
+    print(json.dumps(row))
+
+
+def run_child(system: str, name: str, args) -> dict:
+    argument = json.dumps([system, name, args.policy, args.batch, args.steps, args.size])
+    env = {**os.environ, "KERAS_BACKEND": "torch"}
+    mode = system.partition(":")[2] or "1"
+    env["LAMBDA_KERAS_TORCH_COMPILE"] = mode if system.startswith("compiled") else "0"
+    with tempfile.TemporaryDirectory() as cache:  # a cold compile, as a user's first run
+        env["TORCHINDUCTOR_CACHE_DIR"] = cache
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", argument], capture_output=True, text=True,
+            env=env,
+        )
+    if done.returncode != 0:
+        raise RuntimeError(f"{system} {name} failed:\n{done.stderr[-12000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def make_table(args) -> Table:
+    import importlib.metadata
+
+    device = device_name()
+    where = f"{os.cpu_count()} CPUs" if device == "cpu" else device
+    return Table(
+        "torch_steps",
+        f"PyTorch steps (img/s): timm's model in eager PyTorch, the project's on Keras "
+        f"{importlib.metadata.version('keras')}'s PyTorch backend (Keras' eager steps; the "
+        f"project's compiled steps), torch {importlib.metadata.version('torch')}, {where}, "
+        f"batch {args.batch}, {args.size}x{args.size}, {args.policy}, median of {args.steps} "
+        "steps, each row in its own process",
+        [
+            "model",
+            "steps",
+            "train img/s",
+            "inference img/s",
+            "train x timm",
+            "inference x timm",
+            "first train step (s)",
+            "first inference (s)",
+            "graphs",
+            "graph breaks",
+        ],
+        digits=[0, 0, 1, 1, 2, 2, 1, 1, 0, 0],
+        labels=2,
+    )
+
+
+def measure(args, table: Table) -> None:
+    start = time.perf_counter()
+    for name in args.models:
+        reference = None
+        for system in args.systems:
+            if args.max_seconds and time.perf_counter() - start > args.max_seconds:
+                table.note(f"left out after --max-seconds={args.max_seconds}: {system} {name}")
+                continue
+            try:
+                row = run_child(system, name, args)
+            except RuntimeError as error:
+                table.note(str(error).splitlines()[0] + " (message on stderr)")
+                print(error, file=sys.stderr)
+                continue
+            if system == "timm":
+                reference = row
+            ratios = [
+                reference[k] / row[k] if reference and row[k] else None for k in ("train", "infer")
+            ]
+            table.add(
+                name, system, row["train"], row["infer"], *ratios, row["first_train"],
+                row["first_infer"], row.get("graphs"), row.get("breaks"),
+            )
+            for reason in row.get("eager", []):
+                table.note(f"{name} {system}: ran eagerly, {reason}")
+            if row.get("cudagraph_skips"):
+                table.note(f"{name} {system}: CUDA graphs skipped {row['cudagraph_skips']} times")
+            write(args.output, "bench_torch_steps", [table], batch=args.batch, size=args.size)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=positive_int, default=2)
+    parser.add_argument("--size", type=positive_int, default=64)
+    parser.add_argument("--steps", type=positive_int, default=5)
+    parser.add_argument("--policy", default="float32", choices=POLICIES)
+    parser.add_argument("--models", nargs="+", default=["lambda_resnet50ts"], choices=MODELS)
+    parser.add_argument(
+        "--systems",
+        nargs="+",
+        default=list(SYSTEMS),
+        choices=[*SYSTEMS, *(f"compiled:{mode}" for mode in MODES)],
+    )
+    parser.add_argument("--max-seconds", type=positive_int, default=None)
+    add_output_argument(parser)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(args.child)
+        return
+    table = make_table(args)
+    table.print_header()
+    measure(args, table)
+    write(args.output, "bench_torch_steps", [table], batch=args.batch, size=args.size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,481 @@
+"""Keras' training, evaluation and prediction steps on PyTorch, each as one compiled graph.
+
+Keras 3.15 runs a model on its PyTorch backend one op at a time, each op behind Keras' own Python
+(``Layer.__call__``, conversions, scopes): on one H100 the port of timm's LambdaResNet-50 trained
+at 0.18x timm's speed, and keras.applications' ResNet50 at 0.14x (the project's first GPU run,
+2026-11-26). Keras'
+``jit_compile=True`` hands ``train_step`` to ``torch.compile``, whose tracer breaks the graph in
+Keras' own code (about 25 breaks in one LambdaResNet forward pass, Keras 3.15.1) and at
+``loss.backward()``.
+
+A [`CompiledStep`][lambda_keras.backend.torch_compiled_step.CompiledStep] instead runs Keras' code
+once per input signature with fake tensors (``torch.fx``'s ``make_fx``): the step written the way
+Keras' JAX backend writes it, stateless (``stateless_call``, the loss, ``torch.autograd.grad``,
+``optimizer.stateless_apply``, the metrics), records every PyTorch operation it issues,
+forward, backward and the optimizer's update alike, into one graph. The graph takes the model's,
+the optimizer's and the metrics' variables and the batch, and writes the new values into the
+variables in place; ``torch.compile(graph, fullgraph=True, dynamic=False)`` compiles it with
+Inductor. So one step is one compiled call: no graph break (``fullgraph``), no host sync (fake
+tensors refuse to be read), no recompile at a fixed shape (the graph's guards are its inputs'
+shapes and dtypes). On one H100 the port of timm's LambdaResNet-50 trained 3.5 times and
+inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind of machine:
+``benchmarks/bench_torch_steps.py``, the benchmarks page).
+
+CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default: on PyTorch
+2.11 and an H100 the second training step failed in ``torch.compile`` ("Attempt to trace
+generator"); a step whose compiled graph fails after its first call runs eagerly from then on,
+after one warning.
+
+Where it differs from Keras' eager step:
+
+* Random draws (dropout, stochastic depth, the detection sampler) come from PyTorch's own
+  generator, seeded by ``keras.utils.set_random_seed`` or ``torch.manual_seed``: a Keras
+  ``SeedGenerator`` on PyTorch builds a ``torch.Generator`` from its state on the host, a host
+  sync that would freeze the draws into the graph.
+* ``keras.ops.cond`` on a tensor (the loss-scale optimizer of mixed float16) computes both
+  branches and selects.
+* Each new input signature (shapes, dtypes, the structure of the batch) traces and compiles
+  again, once, with a warning after the first (a partial last batch compiles a second graph:
+  ``drop_remainder`` avoids it).
+
+A step that cannot be traced (an op that reads a tensor's value on the host; an optimizer's
+``gradient_accumulation_steps`` or ``use_ema``, whose conditions update variables) runs as Keras'
+eager step, after one warning that says why; so does a new input signature after
+[`MAX_GRAPHS`][lambda_keras.backend.torch_compiled_step.MAX_GRAPHS]. A model with its own
+``train_step``, ``test_step`` or ``predict_step`` keeps it (with Keras' own step functions).
+
+The switch ``LAMBDA_KERAS_TORCH_COMPILE``: ``auto`` (the default) compiles on a GPU and leaves
+Keras' eager steps on a CPU, where Inductor's code measured slower than PyTorch's eager kernels
+at 224 px and each step compiles for minutes (faster at 64 px; the benchmarks page, "PyTorch:
+compiled steps against timm"); ``1`` compiles on every device; ``0`` leaves Keras' steps alone;
+or one of
+``torch.compile``'s modes by name. Read when a model makes its step function (``model.compile``
+makes it again); ``model.compile(jit_compile=False)`` or ``run_eagerly=True`` turns it off for
+one model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import warnings
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import keras
+
+__all__ = ["MODES", "VARIABLE", "CompiledStep", "compile_mode", "trace_safe_keras"]
+
+VARIABLE = "LAMBDA_KERAS_TORCH_COMPILE"
+"""``0`` keeps Keras' own steps; ``1`` (default) compiles; or one of
+[`MODES`][lambda_keras.backend.torch_compiled_step.MODES]."""
+
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""``torch.compile``'s modes, by name, for ``LAMBDA_KERAS_TORCH_COMPILE``."""
+
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+_ON, _OFF = ("1", "on", "true"), ("0", "off", "false")
+KINDS = ("train", "test", "predict")
+MAX_GRAPHS = 8
+"""Input signatures a step compiles at most; a new one after them runs eagerly."""
+
+
+def compile_mode(environ: Mapping[str, str] = os.environ, device: str | None = None) -> str | None:
+    """The ``torch.compile`` mode ``LAMBDA_KERAS_TORCH_COMPILE`` asks for on ``device`` (the
+    backend's device by default), or None for Keras' own steps: unset or ``auto``, ``"default"``
+    on a GPU and None on a CPU; ``1`` ``"default"`` on every device; ``0`` None; or a mode by
+    name.
+
+    Raises:
+        ValueError: the variable holds something else.
+    """
+    value = environ.get(VARIABLE, "auto").strip().lower()
+    if value in _OFF:
+        return None
+    if value in MODES:
+        return value
+    if value in _ON:
+        return "default"
+    if value != "auto":
+        raise ValueError(
+            f"{VARIABLE}={environ[VARIABLE]!r}: expected auto (compiled on a GPU, the default), "
+            f"1 (compiled on every device), 0 (Keras' own steps) or one of torch.compile's "
+            f"modes {', '.join(MODES)}."
+        )
+    if device is None:
+        from keras.src.backend.torch.core import get_device
+
+        device = str(get_device())
+    return "default" if device.startswith("cuda") else None
+
+
+@contextlib.contextmanager
+def trace_safe_keras():
+    """Keras' PyTorch functions that would read a tensor on the host, replaced while a step is
+    traced: random draws from PyTorch's generator instead of one built from a ``SeedGenerator``'s
+    state, and ``keras.ops.cond`` on a tensor as a selection between both branches."""
+    from keras.src.backend.torch import core, random
+
+    saved = random.torch_seed_generator, core.cond
+    random.torch_seed_generator = _global_generator
+    core.cond = _select
+    try:
+        yield
+    finally:
+        random.torch_seed_generator, core.cond = saved
+
+
+def _global_generator(seed):
+    """``torch_seed_generator`` while tracing: None, PyTorch's default generator."""
+    del seed
+    return None
+
+
+def _select(pred, true_fn, false_fn):
+    """``cond`` as a selection: both branches computed, the false one first and copied (a
+    branch may update tensors in place that the other returns, as Keras' optimizers do)."""
+    import torch
+
+    if not isinstance(pred, torch.Tensor):
+        return true_fn() if pred else false_fn()
+    otherwise = false_fn()
+    if not any(_is_tensor(leaf) for leaf in keras.tree.flatten(otherwise)):
+        # Branches that update variables instead of returning values (an optimizer's gradient
+        # accumulation, its moving average of the weights): a selection would run both.
+        raise NotImplementedError(
+            "keras.ops.cond whose branches return no tensor (they update variables) cannot be "
+            "compiled into one graph"
+        )
+    otherwise = keras.tree.map_structure(_copy, otherwise)
+    chosen = true_fn()
+    return keras.tree.map_structure(lambda a, b: _where(pred, a, b), chosen, otherwise)
+
+
+def _copy(value):
+    import torch
+
+    return value.clone() if isinstance(value, torch.Tensor) else value
+
+
+def _where(pred, a, b):
+    import torch
+
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return torch.where(pred, torch.as_tensor(a), torch.as_tensor(b))
+    return a
+
+
+class CompiledStep:
+    """One of a model's step functions (``"train"``, ``"test"`` or ``"predict"``) as compiled
+    graphs, one per input signature, with Keras' eager step where a graph cannot be made.
+
+    Called as Keras' PyTorch trainer calls its step functions: with ``[batch]``, a batch as
+    ``fit``, ``evaluate`` and ``predict`` take them (``x``, ``(x, y)`` or ``(x, y,
+    sample_weight)``, arrays or tensors). Returns what Keras' step returns (the logs; for
+    ``"predict"`` the outputs) as tensors the caller owns.
+
+    ``inductor=False`` runs the traced graph as it is, without ``torch.compile`` (for checks:
+    what the trace computes, without Inductor's compile time).
+
+    Attributes:
+        compiles: Graphs traced and compiled so far, one per input signature.
+        compile_seconds: Seconds each took, tracing and the first call included, in order.
+        eager_reason: Why the step runs eagerly, or None while it is compiled.
+    """
+
+    def __init__(
+        self,
+        model: keras.Model,
+        kind: str,
+        eager: Callable[[list], Any],
+        mode: str = "default",
+        inductor: bool = True,
+    ):
+        if kind not in KINDS:
+            raise ValueError(f"kind={kind!r}: expected one of {', '.join(KINDS)}.")
+        if mode not in MODES:
+            raise ValueError(f"mode={mode!r}: expected one of torch.compile's {', '.join(MODES)}.")
+        self.model, self.kind, self.eager, self.mode = model, kind, eager, mode
+        self.inductor = inductor
+        self.compiles = 0
+        self.compile_seconds: list[float] = []
+        self.eager_reason: str | None = None
+        self._graphs: dict = {}
+
+    def __call__(self, data: list):
+        if self.eager_reason is not None:
+            return self.eager(data)
+        if len(data) != 1:
+            raise ValueError(
+                f"A compiled step takes one batch at a time; received {len(data)} "
+                "(steps_per_execution must be 1 on PyTorch)."
+            )
+        batch = _batch_as_tensors(data[0])
+        state = self._state()
+        key = (_layout(state), *_signature(batch))
+        graph = self._graphs.get(key)
+        if graph is None:
+            if self.compiles >= MAX_GRAPHS:
+                return self._eager_from_now_on(
+                    RuntimeError(f"{MAX_GRAPHS} input signatures compiled, a new one came"), data
+                )
+            return self._compile_and_run(key, batch, data)
+        try:
+            return self._run(graph, batch)
+        except Exception as error:
+            if not _is_compiler_error(error):
+                raise
+            return self._eager_from_now_on(error, data)
+
+    def _run(self, graph, batch):
+        import torch
+
+        with torch.no_grad():
+            outputs = graph(*_tensors(self._state()), *_tensor_leaves(batch))
+        # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
+        return keras.tree.map_structure(_copy, outputs)
+
+    def _compile_and_run(self, key, batch, data):
+        started = time.perf_counter()
+        try:
+            graph = self._compile(batch)
+            outputs = self._run(graph, batch)
+        except Exception as error:  # noqa: BLE001 - the eager step says whether it was the data
+            return self._eager_from_now_on(error, data)
+        self._graphs[key] = graph
+        self.compiles += 1
+        self.compile_seconds.append(time.perf_counter() - started)
+        if self.compiles > 1:
+            warnings.warn(
+                f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new "
+                f"input signature ({_describe(key)}); {self.compiles} graphs so far, at most "
+                f"{MAX_GRAPHS} (then eager). Batches of one size compile once: a partial last "
+                "batch is a new one (a batch size that divides the data, or drop_remainder=True "
+                "for a dataset, avoids it).",
+                stacklevel=3,
+            )
+        return outputs
+
+    def _eager_from_now_on(self, error: Exception, data: list):
+        """Keras' eager step for this batch (it raises where the batch itself is wrong), and
+        from now on, after one warning that says why."""
+        outputs = self.eager(data)
+        self.eager_reason = f"{type(error).__name__}: {error}".strip()
+        warnings.warn(
+            f"lambda_keras: {self.model.name}'s {self.kind} step runs eagerly on PyTorch: "
+            f"it could not be compiled as one graph ({self.eager_reason[:500]}). "
+            f"{VARIABLE}=0 or model.compile(jit_compile=False) chooses the eager step "
+            "without this warning.",
+            stacklevel=4,
+        )
+        return outputs
+
+    def _state(self) -> list[list]:
+        """The Keras variables the step reads and writes, in groups: trainable, non-trainable,
+        the optimizer's, the metrics'."""
+        model = self.model
+        groups = [model.trainable_variables, model.non_trainable_variables]
+        if self.kind == "train":
+            groups.append(model.optimizer.variables)
+        if self.kind != "predict":
+            groups.append(model.metrics_variables)
+        return groups
+
+    def _compile(self, batch):
+        import torch
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        groups = self._state()
+        sizes = [len(group) for group in groups]
+        leaves = _tensor_leaves(batch)
+
+        def step(*tensors):
+            state, rest = _split(tensors, sizes)
+            inputs = _with_tensor_leaves(batch, rest)
+            outputs, new_state = _STEPS[self.kind](self.model, state, inputs)
+            _write(state, new_state)
+            return outputs
+
+        with trace_safe_keras(), torch.no_grad():
+            graph = make_fx(step, tracing_mode="fake", _allow_non_fake_inputs=False)(
+                *_tensors(groups), *leaves
+            )
+        if not self.inductor:
+            return graph
+        if self.mode in CUDA_GRAPH_MODES and _on_cuda(leaves):
+            for tensor in _tensors(groups):
+                torch._dynamo.mark_static_address(tensor)
+        return torch.compile(graph, fullgraph=True, dynamic=False, mode=self.mode)
+
+
+def _tensors(state) -> list:
+    return [variable.value for group in state for variable in group]
+
+
+def _is_compiler_error(error: Exception) -> bool:
+    """An error of ``torch.compile`` itself (Dynamo, Inductor), not of the computation."""
+    from torch._dynamo.exc import BackendCompilerFailed, TorchDynamoException
+
+    return isinstance(error, (TorchDynamoException, BackendCompilerFailed))
+
+
+def _on_cuda(tensors) -> bool:
+    return any(t.device.type == "cuda" for t in tensors)
+
+
+def _split(tensors, sizes):
+    state, start = [], 0
+    for size in sizes:
+        state.append(list(tensors[start : start + size]))
+        start += size
+    return state, list(tensors[start:])
+
+
+def _write(state, new_state) -> None:
+    """The new values into the step's input tensors (the graph updates them in place)."""
+    import torch
+
+    targets, values = [], []
+    for old_group, new_group in zip(state, new_state, strict=True):
+        for old, new in zip(old_group, new_group, strict=True):
+            if new is not old:
+                targets.append(old)
+                values.append(new.to(old.dtype))
+    if targets:
+        torch._foreach_copy_(targets, values)
+
+
+def _batch_as_tensors(batch):
+    """The batch with every leaf but None and strings as a tensor on the backend's device
+    (a graph takes it as an input, not as a constant)."""
+    import numpy as np
+    from keras.src.backend.torch.core import convert_to_tensor
+
+    def tensor(value):
+        if value is None or isinstance(value, (str, bytes)):
+            return value
+        return convert_to_tensor(np.asarray(value) if isinstance(value, list) else value)
+
+    return keras.tree.map_structure(tensor, batch)
+
+
+def _is_tensor(value) -> bool:
+    import torch
+
+    return isinstance(value, torch.Tensor)
+
+
+def _tensor_leaves(batch) -> list:
+    return [leaf for leaf in keras.tree.flatten(batch) if _is_tensor(leaf)]
+
+
+def _with_tensor_leaves(batch, tensors):
+    tensors = iter(tensors)
+    leaves = [next(tensors) if _is_tensor(leaf) else leaf for leaf in keras.tree.flatten(batch)]
+    return keras.tree.pack_sequence_as(batch, leaves)
+
+
+def _signature(batch):
+    """What a graph is specialised to: the batch's structure, each tensor's shape, dtype and
+    device, and every other leaf's value."""
+    described = []
+    for leaf in keras.tree.flatten(batch):
+        if _is_tensor(leaf):
+            described.append((tuple(leaf.shape), str(leaf.dtype), str(leaf.device)))
+        else:
+            described.append(("value", repr(leaf)))
+    return str(keras.tree.map_structure(lambda _: 0, batch)), tuple(described)
+
+
+def _layout(state) -> tuple:
+    """Which variables the step reads, group by group (a layer frozen or unfrozen since a
+    graph was made changes them)."""
+    return tuple(tuple(id(variable) for variable in group) for group in state)
+
+
+def _describe(key) -> str:
+    return ", ".join(
+        f"{list(shape)} {dtype.removeprefix('torch.')}" for shape, dtype, *_ in key[2]
+        if shape != "value"
+    )
+
+
+def _forward_and_loss(model, state, inputs, training: bool):
+    """Keras' JAX trainer's ``compute_loss_and_updates`` on PyTorch tensors: the outputs, the
+    loss (scaled for the optimizer where training), the new non-trainable and metric values."""
+    trainable, non_trainable, *rest = state
+    metrics = rest[-1]
+    x, y, sample_weight = inputs
+    kwargs = {"training": training} if model._call_has_training_arg else {}
+    y_pred, non_trainable, losses = model.stateless_call(
+        trainable, non_trainable, x, return_losses=True, **kwargs
+    )
+    if losses:
+        model._losses_override = losses
+    try:
+        loss, (_, non_trainable, metrics) = model.stateless_compute_loss(
+            trainable, non_trainable, metrics, x=x, y=y, y_pred=y_pred,
+            sample_weight=sample_weight, training=training,
+        )
+    finally:
+        if losses:
+            model._losses_override = []
+    return loss, y_pred, non_trainable, metrics
+
+
+def _metrics(model, metrics, loss, inputs, y_pred):
+    """The loss tracker and the compiled metrics updated; the logs and the new metric values."""
+    x, y, sample_weight = inputs
+    mapping = list(zip(model.metrics_variables, metrics, strict=True))
+    with keras.StatelessScope(state_mapping=mapping) as scope:
+        first = next(t for t in keras.tree.flatten(x) if t is not None)
+        model._loss_tracker.update_state(loss, sample_weight=first.shape[0])
+        logs = model.compute_metrics(x, y, y_pred, sample_weight)
+    new = [scope.get_current_value(v) for v in model.metrics_variables]
+    return logs, [n if n is not None else old for n, old in zip(new, metrics, strict=True)]
+
+
+def _unpack(inputs):
+    return keras.utils.unpack_x_y_sample_weight(inputs)
+
+
+def _train(model, state, inputs):
+    import torch
+
+    trainable, non_trainable, optimizer_values, metrics = state
+    inputs = _unpack(inputs)
+    params = [t.detach().requires_grad_(True) for t in trainable]
+    with torch.enable_grad():
+        loss, y_pred, non_trainable, metrics = _forward_and_loss(
+            model, [params, non_trainable, metrics], inputs, training=True
+        )
+        mapping = list(zip(model.optimizer.variables, optimizer_values, strict=True))
+        with keras.StatelessScope(state_mapping=mapping):
+            scaled = model.optimizer.scale_loss(loss)
+        grads = torch.autograd.grad(scaled, params, allow_unused=True) if params else []
+    new_trainable, optimizer_values = model.optimizer.stateless_apply(
+        optimizer_values, list(grads), [p.detach() for p in params]
+    )
+    y_pred = keras.tree.map_structure(lambda t: t.detach() if _is_tensor(t) else t, y_pred)
+    logs, metrics = _metrics(model, metrics, loss.detach(), inputs, y_pred)
+    return logs, [list(new_trainable), list(non_trainable), list(optimizer_values), metrics]
+
+
+def _test(model, state, inputs):
+    trainable, non_trainable, metrics = state
+    inputs = _unpack(inputs)
+    loss, y_pred, non_trainable, metrics = _forward_and_loss(model, state, inputs, training=False)
+    logs, metrics = _metrics(model, metrics, loss, inputs, y_pred)
+    return logs, [trainable, list(non_trainable), metrics]
+
+
+def _predict(model, state, inputs):
+    trainable, non_trainable = state
+    x, _, _ = _unpack(inputs)
+    kwargs = {"training": False} if model._call_has_training_arg else {}
+    outputs, non_trainable = model.stateless_call(trainable, non_trainable, x, **kwargs)
+    return outputs, [trainable, list(non_trainable)]
+
+
+_STEPS = {"train": _train, "test": _test, "predict": _predict}

@@ -1,0 +1,397 @@
+"""The zoo's steps compiled on PyTorch (lambda_keras/backend/torch_compiled_step.py,
+lambda_keras/backend/compiled_steps.py): the traced step computes exactly what Keras' eager step
+computes (losses, logs, weights, the optimizer's and the metrics' variables, mixed precision
+included), Inductor's within float tolerance with one graph and no recompile, random layers
+draw anew each step, a step that reads a tensor on the host runs eagerly after one warning, bad
+data raises Keras' error, and the switches. The PyTorch tests run in the PyTorch child of
+tests/test_backends.py; the setting's parsing and the model class run everywhere."""
+
+import warnings
+
+import keras
+import numpy as np
+import pytest
+
+from lambda_keras import zoo
+from lambda_keras.backend import torch_compiled_step
+from lambda_keras.backend.compiled_steps import CompiledSteps
+from lambda_keras.layers import LambdaLayer, StochasticDepth
+
+on_torch = pytest.mark.backends("torch")
+
+
+@pytest.mark.parametrize(
+    "value, device, expected",
+    [
+        (None, "cuda:0", "default"),  # auto: compiled on a GPU
+        (None, "cpu", None),  # auto: Keras' eager steps on a CPU
+        ("auto", "cuda", "default"),
+        ("1", "cpu", "default"),
+        ("0", "cuda", None),
+        ("off", "cpu", None),
+        ("max-autotune", "cpu", "max-autotune"),
+    ],
+)
+def test_the_setting_picks_a_mode_per_device(value, device, expected):
+    environ = {} if value is None else {torch_compiled_step.VARIABLE: value}
+    assert torch_compiled_step.compile_mode(environ, device) == expected
+
+
+def test_a_bad_setting_names_the_variable_and_the_choices():
+    expected = r"LAMBDA_KERAS_TORCH_COMPILE='fast': expected auto .*reduce-overhead"
+    with pytest.raises(ValueError, match=expected):
+        torch_compiled_step.compile_mode({torch_compiled_step.VARIABLE: "fast"}, "cpu")
+
+
+def test_zoo_models_are_zoo_models_after_saving(tmp_path):
+    model = zoo.LambdaResNet26T(weights=None, input_shape=(32, 32, 3), classes=3)
+    assert isinstance(model, zoo.ZooModel) and isinstance(model, keras.Model)
+    model.save(tmp_path / "m.keras")
+    loaded = keras.saving.load_model(tmp_path / "m.keras")
+    assert type(loaded) is zoo.ZooModel
+    x = np.random.default_rng(0).normal(size=(2, 32, 32, 3)).astype("float32")
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), 1e-6)
+
+
+class Net(CompiledSteps, keras.Model):
+    pass
+
+
+def small_net(rate: float = 0.0, lambda_layer: bool = True) -> keras.Model:
+    """Convolution, batch norm, a lambda layer, dropout and stochastic depth: 16 x 16 images."""
+    keras.utils.set_random_seed(3)
+    inputs = keras.Input((16, 16, 3))
+    x = keras.layers.Conv2D(8, 3, padding="same")(inputs)
+    x = keras.layers.BatchNormalization()(x)
+    x = keras.layers.ReLU()(x)
+    if lambda_layer:
+        y = LambdaLayer(8, key_dim=4, num_heads=2, scope_size=5, intra_depth=1)(x)
+        x = x + StochasticDepth(rate)(y)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    x = keras.layers.Dropout(rate)(x)
+    return Net(inputs, keras.layers.Dense(4)(x))
+
+
+def batch(size=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(size, 16, 16, 3)).astype("float32"), rng.integers(0, 4, size)
+
+
+def compiled(model, optimizer=None, **options):
+    model.compile(
+        optimizer or keras.optimizers.SGD(0.05, momentum=0.9),
+        keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=["accuracy"],
+        **options,
+    )
+    return model
+
+
+def use_traced_steps(model, x, y, inductor=False):
+    """The model's step functions as CompiledSteps (traced graphs run as they are unless
+    ``inductor``)."""
+    model._symbolic_build(data_batch=(x, y, None))
+    eager = {"train": model.train_step, "test": model.test_step, "predict": model.predict_step}
+    for kind in ("train", "test", "predict"):
+        step = torch_compiled_step.CompiledStep(
+            model, kind, lambda data, k=kind: eager[k](data[0]), inductor=inductor
+        )
+        setattr(model, f"{kind}_function", step)
+
+
+def assert_same_variables(a, b, **tolerance):
+    for left, right in zip(a.variables, b.variables, strict=True):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(left), keras.ops.convert_to_numpy(right),
+            err_msg=left.path, **tolerance,
+        )
+    optimizers = (a.optimizer.variables, b.optimizer.variables)
+    for left, right in zip(*optimizers, strict=True):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(left), keras.ops.convert_to_numpy(right),
+            err_msg=left.path, **tolerance,
+        )
+
+
+def lambda_resnet() -> keras.Model:
+    """A LambdaResNet-50 with every implementation of the lambda layer, without random layers
+    (their draws differ by design: PyTorch's generator in the traced step)."""
+    keras.utils.set_random_seed(5)
+    return zoo.LambdaResNet50(
+        width_multiplier=0.125, input_shape=(32, 32, 3), classes=4, weights=None,
+        dropout_rate=0.0, stochastic_depth_rate=0.0,
+    )
+
+
+def three_steps(model, x, y):
+    return [model.train_on_batch(x, y, return_dict=True) for _ in range(3)]
+
+
+@on_torch
+@pytest.mark.parametrize(
+    "policy, optimizer",
+    [
+        ("float32", lambda: keras.optimizers.SGD(0.05, momentum=0.9)),
+        ("float32", lambda: keras.optimizers.AdamW(1e-3)),
+        ("mixed_bfloat16", lambda: keras.optimizers.SGD(0.05, momentum=0.9)),
+        ("mixed_float16", lambda: keras.optimizers.SGD(0.05, momentum=0.9)),  # loss scaling
+    ],
+)
+def test_the_traced_steps_compute_what_keras_eager_steps_compute(policy, optimizer):
+    keras.config.set_dtype_policy(policy)
+    x, y = batch()
+    eager = compiled(lambda_resnet(), optimizer(), jit_compile=False)
+    traced = compiled(lambda_resnet(), optimizer())
+    x = np.random.default_rng(1).normal(size=(4, 32, 32, 3)).astype("float32")
+    use_traced_steps(traced, x, y)
+    assert three_steps(eager, x, y) == three_steps(traced, x, y)
+    assert traced.train_function.compiles == 1 and traced.train_function.eager_reason is None
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+    assert eager.evaluate(x, y, verbose=0) == traced.evaluate(x, y, verbose=0)
+    np.testing.assert_array_equal(eager.predict(x, verbose=0), traced.predict(x, verbose=0))
+    assert traced.predict_function.compiles == 1
+
+
+@on_torch
+def test_mixed_float16_skips_a_step_whose_gradients_are_not_finite():
+    keras.config.set_dtype_policy("mixed_float16")
+    x, y = batch()
+    eager, traced = compiled(small_net(), jit_compile=False), compiled(small_net())
+    use_traced_steps(traced, x, y)
+    huge = np.full_like(x, 6e4)  # float16 overflows: Keras halves the scale, keeps the weights
+    for model in (eager, traced):
+        model.train_on_batch(x, y)
+        model.train_on_batch(huge, y)
+        model.train_on_batch(x, y)
+    scale = traced.optimizer.dynamic_scale
+    assert float(keras.ops.convert_to_numpy(scale)) < 32768.0  # the non-finite step lowered it
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_inductor_compiles_each_step_once_without_graph_breaks():
+    from torch._dynamo.utils import counters
+
+    x, y = batch()
+    eager = compiled(small_net(), jit_compile=False)
+    model = compiled(small_net())  # the default: jit_compile="auto"
+    counters.clear()
+    losses = [model.train_on_batch(x, y, return_dict=True)["loss"] for _ in range(4)]
+    assert isinstance(model.train_function, torch_compiled_step.CompiledStep)
+    assert model.train_function.mode == "default"  # LAMBDA_KERAS_TORCH_COMPILE=1
+    assert dict(counters["graph_break"]) == {}
+    assert counters["stats"]["unique_graphs"] == 1  # one graph, no recompile after step one
+    expected = [eager.train_on_batch(x, y, return_dict=True)["loss"] for _ in range(4)]
+    np.testing.assert_allclose(losses, expected, rtol=1e-4)
+    assert_same_variables(eager, model, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        model.predict(x, verbose=0), eager.predict(x, verbose=0), rtol=1e-4, atol=1e-5
+    )
+    assert counters["stats"]["unique_graphs"] == 2 and dict(counters["graph_break"]) == {}
+    assert len(model.train_function.compile_seconds) == 1
+
+
+@on_torch
+def test_random_layers_draw_anew_each_step_and_repeat_under_the_same_seed():
+    x, y = batch()
+
+    def losses():
+        model = compiled(small_net(rate=0.5), keras.optimizers.SGD(0.0))
+        use_traced_steps(model, x, y)
+        keras.utils.set_random_seed(7)
+        return [model.train_on_batch(x, y, return_dict=True)["loss"] for _ in range(4)]
+
+    first = losses()
+    assert len(set(first)) == 4  # no mask frozen into the graph (weights do not move: lr 0)
+    assert losses() == first
+
+
+class HostRead(keras.layers.Layer):
+    """Reads a tensor's value on the host: no graph can hold it."""
+
+    def call(self, x):
+        return x * 2.0 if float(keras.ops.max(x)) > 0 else x
+
+
+def host_read_net() -> keras.Model:
+    keras.utils.set_random_seed(4)
+    inputs = keras.Input((4,))
+    return Net(inputs, keras.layers.Dense(4)(HostRead()(inputs)))
+
+
+@on_torch
+@pytest.mark.torch_compiled  # the default steps (the trace fails before Inductor compiles)
+def test_a_step_that_reads_a_tensor_on_the_host_runs_eagerly_after_one_warning():
+    model, reference = compiled(host_read_net()), compiled(host_read_net(), jit_compile=False)
+    x, y = np.ones((2, 4), "float32"), np.array([0, 1])
+    with pytest.warns(UserWarning, match="train step runs eagerly on PyTorch") as caught:
+        first = model.train_on_batch(x, y, return_dict=True)
+    assert len([w for w in caught if "runs eagerly" in str(w.message)]) == 1
+    assert "GuardOnDataDependent" in model.train_function.eager_reason
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        second = model.train_on_batch(x, y, return_dict=True)  # eager from now on, quietly
+    assert [first, second] == [reference.train_on_batch(x, y, return_dict=True) for _ in "ab"]
+    assert_same_variables(reference, model, rtol=0, atol=0)
+
+
+def two_headed_net() -> keras.Model:
+    """A dict of inputs, a list of two outputs, a loss and a metric each."""
+    keras.utils.set_random_seed(6)
+    images, extra = keras.Input((16, 16, 3), name="images"), keras.Input((2,), name="extra")
+    x = keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3)(images))
+    x = keras.layers.Concatenate()([x, extra])
+    outputs = [keras.layers.Dense(3, name="kind")(x), keras.layers.Dense(1, name="size")(x)]
+    model = Net({"images": images, "extra": extra}, outputs)
+    model.compile(
+        keras.optimizers.SGD(0.05, momentum=0.9),
+        [keras.losses.SparseCategoricalCrossentropy(from_logits=True), "mse"],
+        metrics=[["accuracy"], ["mae"]],
+    )
+    return model
+
+
+@on_torch
+def test_dict_inputs_two_outputs_and_sample_weights_trace_exactly():
+    rng = np.random.default_rng(2)
+    x = {"images": rng.normal(size=(4, 16, 16, 3)).astype("float32"),
+         "extra": rng.normal(size=(4, 2)).astype("float32")}
+    y = [rng.integers(0, 3, 4), rng.normal(size=(4, 1)).astype("float32")]
+    weights = np.array([1.0, 0.5, 2.0, 0.0], "float32")
+    eager, traced = two_headed_net(), two_headed_net()
+    eager.jit_compile = False
+    use_traced_steps(traced, x, y)
+    for _ in range(2):
+        expected = eager.train_on_batch(x, y, sample_weight=weights, return_dict=True)
+        assert traced.train_on_batch(x, y, sample_weight=weights, return_dict=True) == expected
+    assert traced.train_function.eager_reason is None
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+    assert eager.evaluate(x, y, verbose=0) == traced.evaluate(x, y, verbose=0)
+    for a, b in zip(eager.predict(x, verbose=0), traced.predict(x, verbose=0), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+@on_torch
+def test_a_layer_frozen_after_a_step_changes_the_graph_or_the_step_says_why():
+    x, y = batch()
+    eager, traced = compiled(small_net(), jit_compile=False), compiled(small_net())
+    use_traced_steps(traced, x, y)
+    for model in (eager, traced):
+        model.train_on_batch(x, y)
+        model.layers[1].trainable = False  # the convolution, without compiling again
+    eager.train_on_batch(x, y)
+    # The optimizer was built for the old trainable variables: Keras' eager step updates the
+    # others; the stateless update refuses, and the step runs eagerly from then on.
+    with pytest.warns(UserWarning, match="runs eagerly.*optimizer was built with 12 variables"):
+        traced.train_on_batch(x, y)
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+    np.testing.assert_array_equal(eager.predict(x, verbose=0), traced.predict(x, verbose=0))
+    for model in (eager, traced):  # compiled again with a new optimizer: one graph again
+        compiled(model, jit_compile=model is traced)
+    use_traced_steps(traced, x, y)
+    assert traced.train_on_batch(x, y) == eager.train_on_batch(x, y)
+    assert traced.train_function.compiles == 1 and traced.train_function.eager_reason is None
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+
+
+
+@on_torch
+def test_gradient_accumulation_runs_eagerly_after_one_warning():
+    x, y = batch()
+
+    def optimizer():
+        return keras.optimizers.SGD(0.05, gradient_accumulation_steps=2)
+
+    eager = compiled(small_net(), optimizer(), jit_compile=False)
+    traced = compiled(small_net(), optimizer())
+    use_traced_steps(traced, x, y)
+    with pytest.warns(UserWarning, match="(?s)runs eagerly.*update variables"):
+        traced.train_on_batch(x, y)
+    eager.train_on_batch(x, y)
+    for model in (eager, traced):
+        model.train_on_batch(x, y)
+    assert_same_variables(eager, traced, rtol=0, atol=0)
+
+
+class OwnStep(Net):
+    def train_step(self, data):
+        return super().train_step(data)
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_a_model_with_its_own_train_step_or_several_steps_per_call_keeps_keras_steps():
+    inputs = keras.Input((4,))
+    model = OwnStep(inputs, keras.layers.Dense(2)(inputs))
+    compiled(model)
+    assert model.jit_compile is False  # "auto": Keras' eager steps
+    model.train_on_batch(np.ones((2, 4), "float32"), np.array([0, 1]))
+    assert not isinstance(model.train_function, torch_compiled_step.CompiledStep)
+    several = compiled(small_net(), steps_per_execution=2)
+    with pytest.raises(ValueError, match="steps_per_execution"):  # Keras' own refusal
+        several.make_train_function()
+
+
+@on_torch
+def test_a_graph_that_fails_after_its_first_call_leaves_the_step_eager_with_one_warning():
+    from torch._dynamo.exc import TorchDynamoException
+
+    x, y = batch()
+    eager, model = compiled(small_net(), jit_compile=False), compiled(small_net())
+    use_traced_steps(model, x, y)
+    eager.train_on_batch(x, y)
+    model.train_on_batch(x, y)
+
+    def failing(*tensors):
+        raise TorchDynamoException("Attempt to trace generator")
+
+    step = model.train_function
+    step._graphs = dict.fromkeys(step._graphs, failing)
+    with pytest.warns(UserWarning, match="runs eagerly on PyTorch.*Attempt to trace generator"):
+        assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
+    assert "Attempt to trace generator" in step.eager_reason
+    assert_same_variables(eager, model, rtol=0, atol=0)
+
+
+@on_torch
+def test_a_bad_batch_raises_keras_error_and_keeps_the_step_compiled():
+    x, y = batch()
+    model = compiled(small_net())
+    use_traced_steps(model, x, y)
+    with pytest.raises(ValueError):
+        model.train_on_batch(x, np.zeros((4, 7, 2)))
+    assert model.train_function.eager_reason is None
+    model.train_on_batch(x, y)
+    assert model.train_function.compiles == 1
+
+
+@on_torch
+def test_a_new_input_shape_compiles_again_with_a_warning():
+    x, y = batch()
+    model = compiled(small_net())
+    use_traced_steps(model, x, y)
+    model.train_on_batch(x, y)
+    with pytest.warns(UserWarning, match=r"compiled again .*\[3, 16, 16, 3\] float32"):
+        model.train_on_batch(x[:3], y[:3])
+    assert model.train_function.compiles == 2
+
+
+@on_torch
+def test_the_switches_give_keras_own_steps(monkeypatch):
+    x, y = batch()
+    monkeypatch.setenv(torch_compiled_step.VARIABLE, "1")
+    assert isinstance(compiled(small_net()).make_train_function(), torch_compiled_step.CompiledStep)
+    for options in ({"jit_compile": False}, {"run_eagerly": True}):
+        model = compiled(small_net(), **options)
+        model.make_train_function()
+        assert not isinstance(model.train_function, torch_compiled_step.CompiledStep), options
+    import torch
+
+    # auto: compiled on a GPU, Keras' eager steps on a CPU.
+    for setting, expected in (("0", False), ("auto", torch.cuda.is_available())):
+        monkeypatch.setenv(torch_compiled_step.VARIABLE, setting)
+        model = compiled(small_net())
+        assert model.jit_compile is expected
+        model.train_on_batch(x, y)
+        assert isinstance(model.train_function, torch_compiled_step.CompiledStep) is expected
