@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,27 +42,13 @@ MODELS = ("lambda_resnet50ts", "keras_resnet50")
 POLICIES = ("float32", "bfloat16", "float16")
 
 
-def first_and_median(fn, steps: int) -> tuple[float, float]:
-    """Seconds of the first call alone, and the median of ``steps`` calls after one more."""
-    start = time.perf_counter()
-    fn()
-    first = time.perf_counter() - start
-    fn()
-    times = []
-    for _ in range(steps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return first, statistics.median(times)
-
-
 def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, size: int) -> dict:
     """One model on Keras' PyTorch backend, eager or compiled (``jit_compile``)."""
     import keras
     import numpy as np
     import torch._dynamo.utils
     from bench_train import POLICIES as KERAS_POLICIES
-    from bench_train import make_model
+    from bench_train import make_model, timed
 
     from lambda_keras.zoo import ZooModel
 
@@ -83,8 +68,8 @@ def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, si
         torch._logging.set_logs(recompiles=True, graph_breaks=True)
     counters = torch._dynamo.utils.counters
     counters.clear()
-    first_train, train = first_and_median(lambda: model.train_on_batch(x, y), steps)
-    first_infer, infer = first_and_median(lambda: model.predict_on_batch(x), steps)
+    first_train, train = timed(lambda: model.train_on_batch(x, y), steps)
+    first_infer, infer = timed(lambda: model.predict_on_batch(x), steps)
     row = {"train": batch / train, "infer": batch / infer}
     row.update(first_train=first_train, first_infer=first_infer)
     if compiled:

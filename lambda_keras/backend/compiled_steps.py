@@ -63,35 +63,29 @@ class CompiledSteps:
         return torch_compiled_step.compile_mode()
 
     def make_train_function(self, force=False):
-        if self.train_function is not None and not force:
-            return self.train_function
-        mode = self._compiled_mode("train")
-        if mode is None:
-            return super().make_train_function(force)
-        self.train_function = torch_compiled_step.CompiledStep(
-            self, "train", lambda data: self.train_step(data[0]), mode
-        )
-        return self.train_function
+        return self._make_step("train", force, super().make_train_function, self._eager_train)
 
     def make_test_function(self, force=False):
-        if self.test_function is not None and not force:
-            return self.test_function
-        mode = self._compiled_mode("test")
-        if mode is None:
-            return super().make_test_function(force)
-        self.test_function = torch_compiled_step.CompiledStep(self, "test", self._eager_test, mode)
-        return self.test_function
+        return self._make_step("test", force, super().make_test_function, self._eager_test)
 
     def make_predict_function(self, force=False):
-        if self.predict_function is not None and not force:
-            return self.predict_function
-        mode = self._compiled_mode("predict")
-        if mode is None:
-            return super().make_predict_function(force)
-        self.predict_function = torch_compiled_step.CompiledStep(
-            self, "predict", self._eager_predict, mode
+        return self._make_step(
+            "predict", force, super().make_predict_function, self._eager_predict
         )
-        return self.predict_function
+
+    def _make_step(self, kind: str, force: bool, keras_make, eager):
+        """``self.<kind>_function``: a compiled step, or Keras' own (``keras_make``)."""
+        attribute = f"{kind}_function"
+        if getattr(self, attribute) is not None and not force:
+            return getattr(self, attribute)
+        mode = self._compiled_mode(kind)
+        if mode is None:
+            return keras_make(force)
+        setattr(self, attribute, torch_compiled_step.CompiledStep(self, kind, eager, mode))
+        return getattr(self, attribute)
+
+    def _eager_train(self, data):
+        return self.train_step(data[0])
 
     def _eager_test(self, data):
         import torch

@@ -56,7 +56,6 @@ one model.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import warnings
@@ -65,7 +64,9 @@ from typing import Any
 
 import keras
 
-__all__ = ["MODES", "VARIABLE", "CompiledStep", "compile_mode", "trace_safe_keras"]
+from lambda_keras.backend.stateless_steps import STEPS, clone, is_tensor, trace_safe_keras
+
+__all__ = ["MAX_GRAPHS", "MODES", "VARIABLE", "CompiledStep", "compile_mode"]
 
 VARIABLE = "LAMBDA_KERAS_TORCH_COMPILE"
 """``0`` keeps Keras' own steps; ``1`` (default) compiles; or one of
@@ -108,62 +109,6 @@ def compile_mode(environ: Mapping[str, str] = os.environ, device: str | None = N
 
         device = str(get_device())
     return "default" if device.startswith("cuda") else None
-
-
-@contextlib.contextmanager
-def trace_safe_keras():
-    """Keras' PyTorch functions that would read a tensor on the host, replaced while a step is
-    traced: random draws from PyTorch's generator instead of one built from a ``SeedGenerator``'s
-    state, and ``keras.ops.cond`` on a tensor as a selection between both branches."""
-    from keras.src.backend.torch import core, random
-
-    saved = random.torch_seed_generator, core.cond
-    random.torch_seed_generator = _global_generator
-    core.cond = _select
-    try:
-        yield
-    finally:
-        random.torch_seed_generator, core.cond = saved
-
-
-def _global_generator(seed):
-    """``torch_seed_generator`` while tracing: None, PyTorch's default generator."""
-    del seed
-    return None
-
-
-def _select(pred, true_fn, false_fn):
-    """``cond`` as a selection: both branches computed, the false one first and copied (a
-    branch may update tensors in place that the other returns, as Keras' optimizers do)."""
-    import torch
-
-    if not isinstance(pred, torch.Tensor):
-        return true_fn() if pred else false_fn()
-    otherwise = false_fn()
-    if not any(_is_tensor(leaf) for leaf in keras.tree.flatten(otherwise)):
-        # Branches that update variables instead of returning values (an optimizer's gradient
-        # accumulation, its moving average of the weights): a selection would run both.
-        raise NotImplementedError(
-            "keras.ops.cond whose branches return no tensor (they update variables) cannot be "
-            "compiled into one graph"
-        )
-    otherwise = keras.tree.map_structure(_copy, otherwise)
-    chosen = true_fn()
-    return keras.tree.map_structure(lambda a, b: _where(pred, a, b), chosen, otherwise)
-
-
-def _copy(value):
-    import torch
-
-    return value.clone() if isinstance(value, torch.Tensor) else value
-
-
-def _where(pred, a, b):
-    import torch
-
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return torch.where(pred, torch.as_tensor(a), torch.as_tensor(b))
-    return a
 
 
 class CompiledStep:
@@ -234,7 +179,7 @@ class CompiledStep:
         with torch.no_grad():
             outputs = graph(*_tensors(self._state()), *_tensor_leaves(batch))
         # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
-        return keras.tree.map_structure(_copy, outputs)
+        return keras.tree.map_structure(clone, outputs)
 
     def _compile_and_run(self, key, batch, data):
         started = time.perf_counter()
@@ -293,7 +238,7 @@ class CompiledStep:
         def step(*tensors):
             state, rest = _split(tensors, sizes)
             inputs = _with_tensor_leaves(batch, rest)
-            outputs, new_state = _STEPS[self.kind](self.model, state, inputs)
+            outputs, new_state = STEPS[self.kind](self.model, state, inputs)
             _write(state, new_state)
             return outputs
 
@@ -360,19 +305,13 @@ def _batch_as_tensors(batch):
     return keras.tree.map_structure(tensor, batch)
 
 
-def _is_tensor(value) -> bool:
-    import torch
-
-    return isinstance(value, torch.Tensor)
-
-
 def _tensor_leaves(batch) -> list:
-    return [leaf for leaf in keras.tree.flatten(batch) if _is_tensor(leaf)]
+    return [leaf for leaf in keras.tree.flatten(batch) if is_tensor(leaf)]
 
 
 def _with_tensor_leaves(batch, tensors):
     tensors = iter(tensors)
-    leaves = [next(tensors) if _is_tensor(leaf) else leaf for leaf in keras.tree.flatten(batch)]
+    leaves = [next(tensors) if is_tensor(leaf) else leaf for leaf in keras.tree.flatten(batch)]
     return keras.tree.pack_sequence_as(batch, leaves)
 
 
@@ -381,7 +320,7 @@ def _signature(batch):
     device, and every other leaf's value."""
     described = []
     for leaf in keras.tree.flatten(batch):
-        if _is_tensor(leaf):
+        if is_tensor(leaf):
             described.append((tuple(leaf.shape), str(leaf.dtype), str(leaf.device)))
         else:
             described.append(("value", repr(leaf)))
@@ -399,83 +338,3 @@ def _describe(key) -> str:
         f"{list(shape)} {dtype.removeprefix('torch.')}" for shape, dtype, *_ in key[2]
         if shape != "value"
     )
-
-
-def _forward_and_loss(model, state, inputs, training: bool):
-    """Keras' JAX trainer's ``compute_loss_and_updates`` on PyTorch tensors: the outputs, the
-    loss (scaled for the optimizer where training), the new non-trainable and metric values."""
-    trainable, non_trainable, *rest = state
-    metrics = rest[-1]
-    x, y, sample_weight = inputs
-    kwargs = {"training": training} if model._call_has_training_arg else {}
-    y_pred, non_trainable, losses = model.stateless_call(
-        trainable, non_trainable, x, return_losses=True, **kwargs
-    )
-    if losses:
-        model._losses_override = losses
-    try:
-        loss, (_, non_trainable, metrics) = model.stateless_compute_loss(
-            trainable, non_trainable, metrics, x=x, y=y, y_pred=y_pred,
-            sample_weight=sample_weight, training=training,
-        )
-    finally:
-        if losses:
-            model._losses_override = []
-    return loss, y_pred, non_trainable, metrics
-
-
-def _metrics(model, metrics, loss, inputs, y_pred):
-    """The loss tracker and the compiled metrics updated; the logs and the new metric values."""
-    x, y, sample_weight = inputs
-    mapping = list(zip(model.metrics_variables, metrics, strict=True))
-    with keras.StatelessScope(state_mapping=mapping) as scope:
-        first = next(t for t in keras.tree.flatten(x) if t is not None)
-        model._loss_tracker.update_state(loss, sample_weight=first.shape[0])
-        logs = model.compute_metrics(x, y, y_pred, sample_weight)
-    new = [scope.get_current_value(v) for v in model.metrics_variables]
-    return logs, [n if n is not None else old for n, old in zip(new, metrics, strict=True)]
-
-
-def _unpack(inputs):
-    return keras.utils.unpack_x_y_sample_weight(inputs)
-
-
-def _train(model, state, inputs):
-    import torch
-
-    trainable, non_trainable, optimizer_values, metrics = state
-    inputs = _unpack(inputs)
-    params = [t.detach().requires_grad_(True) for t in trainable]
-    with torch.enable_grad():
-        loss, y_pred, non_trainable, metrics = _forward_and_loss(
-            model, [params, non_trainable, metrics], inputs, training=True
-        )
-        mapping = list(zip(model.optimizer.variables, optimizer_values, strict=True))
-        with keras.StatelessScope(state_mapping=mapping):
-            scaled = model.optimizer.scale_loss(loss)
-        grads = torch.autograd.grad(scaled, params, allow_unused=True) if params else []
-    new_trainable, optimizer_values = model.optimizer.stateless_apply(
-        optimizer_values, list(grads), [p.detach() for p in params]
-    )
-    y_pred = keras.tree.map_structure(lambda t: t.detach() if _is_tensor(t) else t, y_pred)
-    logs, metrics = _metrics(model, metrics, loss.detach(), inputs, y_pred)
-    return logs, [list(new_trainable), list(non_trainable), list(optimizer_values), metrics]
-
-
-def _test(model, state, inputs):
-    trainable, non_trainable, metrics = state
-    inputs = _unpack(inputs)
-    loss, y_pred, non_trainable, metrics = _forward_and_loss(model, state, inputs, training=False)
-    logs, metrics = _metrics(model, metrics, loss, inputs, y_pred)
-    return logs, [trainable, list(non_trainable), metrics]
-
-
-def _predict(model, state, inputs):
-    trainable, non_trainable = state
-    x, _, _ = _unpack(inputs)
-    kwargs = {"training": False} if model._call_has_training_arg else {}
-    outputs, non_trainable = model.stateless_call(trainable, non_trainable, x, **kwargs)
-    return outputs, [trainable, list(non_trainable)]
-
-
-_STEPS = {"train": _train, "test": _test, "predict": _predict}
