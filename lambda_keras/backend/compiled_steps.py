@@ -48,7 +48,7 @@ class CompiledSteps:
             from keras.src.trainers.trainer import model_supports_jit
 
             on = torch_compiled_step.compile_mode() is not None
-            kinds = ("train", "test", "predict")
+            kinds = torch_compiled_step.KINDS
             own_steps = any(_overrides(type(self), f"{kind}_step") for kind in kinds)
             return on and not own_steps and model_supports_jit(self)
         return super()._resolve_auto_jit_compile()

@@ -84,10 +84,10 @@ def is_tensor(value) -> bool:
 
 
 def _forward_and_loss(model, state, inputs, training: bool):
-    """Keras' JAX trainer's ``compute_loss_and_updates`` on PyTorch tensors: the outputs, the
-    loss (scaled for the optimizer where training), the new non-trainable and metric values."""
-    trainable, non_trainable, *rest = state
-    metrics = rest[-1]
+    """Keras' JAX trainer's ``compute_loss_and_updates`` on PyTorch tensors, from the
+    trainable, non-trainable and metric values: the loss (unscaled), the outputs, the new
+    non-trainable and metric values."""
+    trainable, non_trainable, metrics = state
     x, y, sample_weight = inputs
     kwargs = {"training": training} if model._call_has_training_arg else {}
     y_pred, non_trainable, losses = model.stateless_call(
@@ -118,15 +118,11 @@ def _metrics(model, metrics, loss, inputs, y_pred):
     return logs, [n if n is not None else old for n, old in zip(new, metrics, strict=True)]
 
 
-def _unpack(inputs):
-    return keras.utils.unpack_x_y_sample_weight(inputs)
-
-
 def _train(model, state, inputs):
     import torch
 
     trainable, non_trainable, optimizer_values, metrics = state
-    inputs = _unpack(inputs)
+    inputs = keras.utils.unpack_x_y_sample_weight(inputs)
     params = [t.detach().requires_grad_(True) for t in trainable]
     with torch.enable_grad():
         loss, y_pred, non_trainable, metrics = _forward_and_loss(
@@ -146,7 +142,7 @@ def _train(model, state, inputs):
 
 def _test(model, state, inputs):
     trainable, non_trainable, metrics = state
-    inputs = _unpack(inputs)
+    inputs = keras.utils.unpack_x_y_sample_weight(inputs)
     loss, y_pred, non_trainable, metrics = _forward_and_loss(model, state, inputs, training=False)
     logs, metrics = _metrics(model, metrics, loss, inputs, y_pred)
     return logs, [trainable, list(non_trainable), metrics]
@@ -154,7 +150,7 @@ def _test(model, state, inputs):
 
 def _predict(model, state, inputs):
     trainable, non_trainable = state
-    x, _, _ = _unpack(inputs)
+    x, _, _ = keras.utils.unpack_x_y_sample_weight(inputs)
     kwargs = {"training": False} if model._call_has_training_arg else {}
     outputs, non_trainable = model.stateless_call(trainable, non_trainable, x, **kwargs)
     return outputs, [trainable, list(non_trainable)]

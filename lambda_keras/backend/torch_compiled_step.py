@@ -69,8 +69,8 @@ from lambda_keras.backend.stateless_steps import STEPS, clone, is_tensor, trace_
 __all__ = ["MAX_GRAPHS", "MODES", "VARIABLE", "CompiledStep", "compile_mode"]
 
 VARIABLE = "LAMBDA_KERAS_TORCH_COMPILE"
-"""``0`` keeps Keras' own steps; ``1`` (default) compiles; or one of
-[`MODES`][lambda_keras.backend.torch_compiled_step.MODES]."""
+"""``auto`` (default) compiles on a GPU only; ``1`` on every device; ``0`` keeps Keras' own
+steps; or one of [`MODES`][lambda_keras.backend.torch_compiled_step.MODES]."""
 
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """``torch.compile``'s modes, by name, for ``LAMBDA_KERAS_TORCH_COMPILE``."""
@@ -165,27 +165,27 @@ class CompiledStep:
                 return self._eager_from_now_on(
                     RuntimeError(f"{MAX_GRAPHS} input signatures compiled, a new one came"), data
                 )
-            return self._compile_and_run(key, batch, data)
+            return self._compile_and_run(key, state, batch, data)
         try:
-            return self._run(graph, batch)
+            return self._run(graph, state, batch)
         except Exception as error:
             if not _is_compiler_error(error):
                 raise
             return self._eager_from_now_on(error, data)
 
-    def _run(self, graph, batch):
+    def _run(self, graph, state, batch):
         import torch
 
         with torch.no_grad():
-            outputs = graph(*_tensors(self._state()), *_tensor_leaves(batch))
+            outputs = graph(*_tensors(state), *_tensor_leaves(batch))
         # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
         return keras.tree.map_structure(clone, outputs)
 
-    def _compile_and_run(self, key, batch, data):
+    def _compile_and_run(self, key, state, batch, data):
         started = time.perf_counter()
         try:
-            graph = self._compile(batch)
-            outputs = self._run(graph, batch)
+            graph = self._compile(state, batch)
+            outputs = self._run(graph, state, batch)
         except Exception as error:  # noqa: BLE001 - the eager step says whether it was the data
             return self._eager_from_now_on(error, data)
         self._graphs[key] = graph
@@ -227,11 +227,10 @@ class CompiledStep:
             groups.append(model.metrics_variables)
         return groups
 
-    def _compile(self, batch):
+    def _compile(self, groups, batch):
         import torch
         from torch.fx.experimental.proxy_tensor import make_fx
 
-        groups = self._state()
         sizes = [len(group) for group in groups]
         leaves = _tensor_leaves(batch)
 
