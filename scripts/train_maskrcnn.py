@@ -96,7 +96,8 @@ def define_flags(flag_values: flags.FlagValues = flags.FLAGS) -> flags.FlagValue
     flags.DEFINE_boolean(
         "jit_compile",
         DEFAULTS.jit_compile,
-        "Compile the training step with XLA (TensorFlow; JAX always compiles).",
+        "Compile the training step: with XLA on TensorFlow (JAX always compiles); on PyTorch "
+        "also on a CPU (it compiles by default on a GPU: LAMBDA_KERAS_TORCH_COMPILE).",
         flag_values=fv,
     )
     flags.DEFINE_string(

@@ -2,10 +2,12 @@
 ([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
 ([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
 without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
-the zoo's training, evaluation and prediction steps as one compiled graph each on PyTorch
+the zoo's and Mask R-CNN's training, evaluation and prediction steps as one compiled graph each on
+PyTorch
 ([`torch_compiled_step`][lambda_keras.backend.torch_compiled_step], the steps it traces in
 [`stateless_steps`][lambda_keras.backend.stateless_steps], and
-[`compiled_steps`][lambda_keras.backend.compiled_steps] for the models),
+[`compiled_steps`][lambda_keras.backend.compiled_steps] for the models, what compiling cost
+printed during ``fit`` by [`compile_report`][lambda_keras.backend.compile_report]),
 initial values from NumPy while the project builds a model on JAX
 ([`host_initializers`][lambda_keras.backend.host_initializers]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])

@@ -2,12 +2,15 @@
 
 [`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps] goes before
 ``keras.Model`` in a model class's bases; the zoo's models have it
-([`lambda_keras.zoo.ZooModel`][lambda_keras.zoo.applications.ZooModel]). On Keras' PyTorch
+([`lambda_keras.zoo.ZooModel`][lambda_keras.zoo.applications.ZooModel]), and
+[`MaskRCNN`][lambda_keras.detection.MaskRCNN]. On Keras' PyTorch
 backend their step functions are
 [`CompiledStep`][lambda_keras.backend.torch_compiled_step.CompiledStep]s (one compiled graph per
 step) unless ``model.compile(jit_compile=False)``,
 ``run_eagerly=True`` or ``LAMBDA_KERAS_TORCH_COMPILE=0``; ``jit_compile="auto"`` (Keras'
-default, eager on PyTorch) means compiled for them. On TensorFlow and JAX nothing changes.
+default, eager on PyTorch) means compiled for them where ``LAMBDA_KERAS_TORCH_COMPILE`` says
+(by default on a GPU), ``jit_compile=True`` compiled on every device. On TensorFlow and JAX
+nothing changes.
 """
 
 from __future__ import annotations
@@ -53,14 +56,21 @@ class CompiledSteps:
             return on and not own_steps and model_supports_jit(self)
         return super()._resolve_auto_jit_compile()
 
-    def _compiled_mode(self, kind: str) -> str | None:
-        """The ``torch.compile`` mode of this model's ``kind`` step, or None for Keras' own: on
-        PyTorch with ``jit_compile``, one batch a step, and Keras' own ``<kind>_step``."""
+    def compiled_step_mode(self, kind: str) -> str | None:
+        """The ``torch.compile`` mode of this model's ``kind`` step (``"train"``, ``"test"`` or
+        ``"predict"``), or None where Keras' own step runs: compiled on PyTorch with
+        ``jit_compile`` (``"auto"``: on a GPU; ``True``: on every device), one batch a step,
+        Keras' own ``<kind>_step``, unless ``LAMBDA_KERAS_TORCH_COMPILE=0``."""
+        if kind not in torch_compiled_step.KINDS:
+            raise ValueError(
+                f"`kind` must be one of {', '.join(torch_compiled_step.KINDS)}; received {kind!r}."
+            )
         if keras.backend.backend() != "torch" or self.run_eagerly or not self.jit_compile:
             return None
         if self.steps_per_execution != 1 or _overrides(type(self), f"{kind}_step"):
             return None  # Keras' trainer refuses the first; a model's own step is its own
-        return torch_compiled_step.compile_mode()
+        # jit_compile=True on a CPU was asked for ("auto" resolves to False there).
+        return torch_compiled_step.compile_mode(asked=True)
 
     def make_train_function(self, force=False):
         return self._make_step("train", force, super().make_train_function, self._eager_train)
@@ -78,7 +88,7 @@ class CompiledSteps:
         attribute = f"{kind}_function"
         if getattr(self, attribute) is not None and not force:
             return getattr(self, attribute)
-        mode = self._compiled_mode(kind)
+        mode = self.compiled_step_mode(kind)
         if mode is None:
             return keras_make(force)
         setattr(self, attribute, torch_compiled_step.CompiledStep(self, kind, eager, mode))

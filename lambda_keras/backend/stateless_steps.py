@@ -16,7 +16,7 @@ import contextlib
 
 import keras
 
-__all__ = ["STEPS", "clone", "is_tensor", "trace_safe_keras"]
+__all__ = ["STEPS", "clone", "has_values", "is_tensor", "trace_safe_keras"]
 
 
 @contextlib.contextmanager
@@ -81,6 +81,22 @@ def is_tensor(value) -> bool:
     import torch
 
     return isinstance(value, torch.Tensor)
+
+
+def has_values(value) -> bool:
+    """Whether ``value`` is a PyTorch tensor that holds values: not a placeholder of a trace
+    (a fake tensor of the step's trace, a tensor under ``torch.compile``) nor of Keras' symbolic
+    pass (the ``meta`` device). Code that reads a tensor on the host, or sizes a result by its
+    values, asks this first and keeps static shapes otherwise."""
+    import torch
+    from torch._subclasses.fake_tensor import is_fake
+
+    return (
+        isinstance(value, torch.Tensor)
+        and value.device.type != "meta"
+        and not is_fake(value)
+        and not torch.compiler.is_compiling()
+    )
 
 
 def _forward_and_loss(model, state, inputs, training: bool):

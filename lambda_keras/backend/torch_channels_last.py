@@ -1,15 +1,16 @@
-"""Keras' PyTorch backend without its layout copies: convolution, max-pooling and batch norm on
-channels-last maps, installed when ``lambda_keras`` is imported on PyTorch.
+"""Keras' PyTorch backend without its layout copies: convolution, max and average pooling and
+batch norm on channels-last maps, installed when ``lambda_keras`` is imported on PyTorch.
 
 Keras 3.15 runs ``keras.ops.conv`` on PyTorch as a copy of the ``[batch, height, width,
 channels]`` map into ``[batch, channels, height, width]`` order followed by a second copy back
 into PyTorch's ``channels_last`` memory format, plus a third copy for ``padding="same"``;
-``keras.ops.max_pool`` copies into channels-first order and returns a map in that order, so every
-elementwise op after a ResNet's stem works on a transposed layout that the next convolution copies
-again; ``keras.ops.batch_normalization`` makes three passes and two new maps. On the converted
-``maskrcnn_resnet50_fpn`` (one 800 x 1216 photo, 2 CPU threads) the copies took 1.5 s of 3.5 s
-(``torch.profiler``: ``aten::copy_``). Keras fixed the convolution upstream (keras-team/keras
-#23199, after 3.15.1); max-pooling is keras-team/keras#23649.
+``keras.ops.max_pool`` (and ``average_pool``) copies into channels-first order and returns a
+map in that order, so every elementwise op after a ResNet's stem works on a transposed layout
+that the next convolution copies again; ``keras.ops.batch_normalization`` makes three passes
+and two new maps. On the converted ``maskrcnn_resnet50_fpn`` (one 800 x 1216 photo, 2 CPU
+threads) the copies took 1.5 s of 3.5 s (``torch.profiler``: ``aten::copy_``). Keras fixed the
+convolution upstream (keras-team/keras#23199, after 3.15.1); max-pooling is
+keras-team/keras#23649.
 
 The replacements here hand PyTorch the channels-last map as a view in ``channels_last`` memory
 format, which its CPU and cuDNN kernels take as they are, so the results come back as
@@ -17,8 +18,11 @@ format, which its CPU and cuDNN kernels take as they are, so the results come ba
 same kernels (the tests compare values and gradients with Keras' own). Each replaces Keras'
 function only in the cases it handles and passes every other call to Keras': 2-D maps,
 ``channels_last``, ``"valid"`` padding or ``"same"`` padding that is symmetric (PyTorch's padding
-argument), and for batch norm only statistics that take no gradient (inference and frozen batch
-norm; a training batch's moments go through Keras' formula, whose gradient reaches them).
+argument; Keras' average pooling with uneven ``"same"`` padding also computes other values than
+on TensorFlow and JAX, which the project's own layers avoid:
+[`average_pooling`][lambda_keras.layers.average_pooling]), and for batch norm only statistics
+that take no gradient (inference and frozen batch norm; a training batch's moments go through
+Keras' formula, whose gradient reaches them).
 
 Convolution kernels are stored for it too: a Keras kernel ``[height, width, in, out]`` on PyTorch
 (every 4-D floating variable, so the optimizer's momenta of a kernel alike) keeps its shape but
@@ -39,7 +43,15 @@ import inspect
 import os
 from collections.abc import Mapping
 
-__all__ = ["VARIABLE", "batch_normalization", "conv", "install", "max_pool", "uninstall"]
+__all__ = [
+    "VARIABLE",
+    "average_pool",
+    "batch_normalization",
+    "conv",
+    "install",
+    "max_pool",
+    "uninstall",
+]
 
 VARIABLE = "LAMBDA_KERAS_TORCH_CHANNELS_LAST"
 """``0`` keeps Keras' own PyTorch functions (read once, when ``lambda_keras`` is imported)."""
@@ -137,6 +149,36 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
     return F.max_pool2d(inputs.permute(0, 3, 1, 2), pool_size, strides).permute(0, 2, 3, 1)
 
 
+def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
+    """``keras.ops.average_pool`` on PyTorch, ``"valid"`` 2-D pooling of channels-last maps, or
+    ``"same"`` where it pads both sides alike, as a channels-last view (the cells inside the map
+    averaged, as Keras' function does). Keras' own function pads a side more than the other by
+    repeating the edge, which counts the edge twice (TensorFlow and JAX leave the padding out):
+    that case stays Keras' here, so a model gives what it gives without ``lambda_keras``; the
+    project's layers use
+    [`average_pool`][lambda_keras.layers.average_pooling.average_pool], TensorFlow's values on
+    every backend."""
+    from keras.src.backend import standardize_data_format
+    from keras.src.backend.torch.core import convert_to_tensor
+
+    inputs = convert_to_tensor(inputs)
+    arguments = (inputs, pool_size, strides, padding, data_format)
+    if inputs.ndim != 4 or standardize_data_format(data_format) != "channels_last":
+        return _keras("average_pool")(*arguments)
+    import torch.nn.functional as F
+
+    pool_size = _pair(pool_size, "pool_size")
+    strides = pool_size if strides is None else _pair(strides, "strides")
+    pads = (0, 0)
+    if padding == "same":
+        pads = _symmetric_padding(inputs.shape[1:3], pool_size, strides, (1, 1))
+        if pads is None:
+            return _keras("average_pool")(*arguments)
+    x = inputs.permute(0, 3, 1, 2)
+    pooled = F.avg_pool2d(x, pool_size, strides, padding=pads, count_include_pad=False)
+    return pooled.permute(0, 2, 3, 1)
+
+
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
     """``keras.ops.batch_normalization`` on PyTorch: one pass over a channels-last map when the
     statistics take no gradient (``torch.nn.functional.batch_norm``; with ``epsilon=0``, frozen
@@ -200,7 +242,12 @@ def _initialize(variable, value) -> None:
         variable._value = _out_major(variable._value)
 
 
-_OURS = {"conv": conv, "max_pool": max_pool, "batch_normalization": batch_normalization}
+_OURS = {
+    "conv": conv,
+    "max_pool": max_pool,
+    "average_pool": average_pool,
+    "batch_normalization": batch_normalization,
+}
 
 
 def _keras_fixed_conv() -> bool:

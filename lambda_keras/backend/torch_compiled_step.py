@@ -82,11 +82,13 @@ MAX_GRAPHS = 8
 """Input signatures a step compiles at most; a new one after them runs eagerly."""
 
 
-def compile_mode(environ: Mapping[str, str] = os.environ, device: str | None = None) -> str | None:
+def compile_mode(
+    environ: Mapping[str, str] = os.environ, device: str | None = None, asked: bool = False
+) -> str | None:
     """The ``torch.compile`` mode ``LAMBDA_KERAS_TORCH_COMPILE`` asks for on ``device`` (the
     backend's device by default), or None for Keras' own steps: unset or ``auto``, ``"default"``
-    on a GPU and None on a CPU; ``1`` ``"default"`` on every device; ``0`` None; or a mode by
-    name.
+    on a GPU and None on a CPU (``"default"`` there too where a model ``asked`` for it:
+    ``jit_compile=True``); ``1`` ``"default"`` on every device; ``0`` None; or a mode by name.
 
     Raises:
         ValueError: the variable holds something else.
@@ -104,6 +106,8 @@ def compile_mode(environ: Mapping[str, str] = os.environ, device: str | None = N
             f"1 (compiled on every device), 0 (Keras' own steps) or one of torch.compile's "
             f"modes {', '.join(MODES)}."
         )
+    if asked:
+        return "default"
     if device is None:
         from keras.src.backend.torch.core import get_device
 
@@ -157,6 +161,8 @@ class CompiledStep:
                 "(steps_per_execution must be 1 on PyTorch)."
             )
         batch = _batch_as_tensors(data[0])
+        if not self.model.built:  # Keras' predict builds no model (a subclassed one, unbuilt)
+            _build(self.model, batch)
         state = self._state()
         key = (_layout(state), *_signature(batch))
         graph = self._graphs.get(key)
@@ -206,7 +212,7 @@ class CompiledStep:
         """Keras' eager step for this batch (it raises where the batch itself is wrong), and
         from now on, after one warning that says why."""
         outputs = self.eager(data)
-        self.eager_reason = f"{type(error).__name__}: {error}".strip()
+        self.eager_reason = _error_text(error)
         warnings.warn(
             f"lambda_keras: {self.model.name}'s {self.kind} step runs eagerly on PyTorch: "
             f"it could not be compiled as one graph ({self.eager_reason[:500]}). "
@@ -253,8 +259,36 @@ class CompiledStep:
         return torch.compile(graph, fullgraph=True, dynamic=False, mode=self.mode)
 
 
+def _build(model: keras.Model, batch) -> None:
+    """Creates the model's variables from the batch's shapes, as Keras' ``fit`` does before its
+    first step (a symbolic pass: ``compute_output_spec``)."""
+    from keras.src.backend import compute_output_spec
+
+    x, _, _ = keras.utils.unpack_x_y_sample_weight(batch)
+
+    def spec(value):
+        dtype = keras.backend.standardize_dtype(value.dtype)
+        return value if value is None else keras.KerasTensor(tuple(value.shape), dtype)
+
+    compute_output_spec(model, keras.tree.map_structure(spec, x), training=False)
+
+
 def _tensors(state) -> list:
     return [variable.value for group in state for variable in group]
+
+
+def _error_text(error: BaseException) -> str:
+    """``"Type: message"`` of ``error``, led by the error it was raised while handling: PyTorch
+    2.11's compiled graph reports a failure of its generated code (a size or stride check) as
+    Dynamo's "Attempt to trace generator", raised by the graph's own error handler."""
+    text = f"{type(error).__name__}: {error}".strip()
+    context = error.__cause__ or error.__context__
+    if context is None or isinstance(context, type(error)):
+        return text
+    first_line = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(context).__name__}: {context}".strip() + (
+        f" (reported as {type(error).__name__}: {first_line})"
+    )
 
 
 def _is_compiler_error(error: Exception) -> bool:

@@ -19,10 +19,11 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     The photo goes through the model's input transform (``model.input_transform(image_size)``:
     torchvision's for [`maskrcnn_resnet50_fpn`][lambda_keras.detection.maskrcnn_resnet50_fpn], the
     letterbox at ``image_size`` otherwise), the model predicts on it (compiled as ``predict``
-    compiles on the backend) and the boxes and masks go back into the photo. On JAX and
-    TensorFlow the photo is padded to the transform's fixed canvas (one compiled program per
-    orientation, whatever the photo's size); on PyTorch, which compiles nothing, only to the next
-    multiple of 64 (the same detections: the model zeroes its maps beyond the photo).
+    compiles on the backend) and the boxes and masks go back into the photo. Where ``predict``
+    compiles (JAX, TensorFlow, and PyTorch where the model's steps compile: by default on a
+    GPU) the photo is padded to the transform's fixed canvas (one compiled program per
+    orientation, whatever the photo's size); on eager PyTorch only to the next multiple of 64
+    (the same detections: the model zeroes its maps beyond the photo).
 
     Args:
         model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN].
@@ -55,9 +56,7 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     transform = model.input_transform(image_size)
     shape = image.shape[:2]
     size = transform.resized_size(*shape)
-    # PyTorch runs each shape as it comes: the smallest canvas. JAX and TensorFlow compile a
-    # program per shape: the transform's fixed canvas, which photos of every size share.
-    canvas = transform.canvas(size, smallest=keras.backend.backend() == "torch")
+    canvas = transform.canvas(size, smallest=_runs_each_shape(model))
     resized = K.image.resize(
         K.convert_to_tensor(image[None], "float32"), size, interpolation="bilinear"
     )[0]
@@ -84,6 +83,17 @@ def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
     if model not in _TENSORFLOW_CALLS:
         _TENSORFLOW_CALLS[model] = tf.function(lambda x: model(x, training=False))
     return {key: value.numpy() for key, value in _TENSORFLOW_CALLS[model](inputs).items()}
+
+
+def _runs_each_shape(model: keras.Model) -> bool:
+    """Whether the model predicts eagerly, each shape as it comes (eager PyTorch): then the
+    photo takes the smallest canvas. A compiled predict (JAX, TensorFlow, a compiled step on
+    PyTorch) compiles a program per shape: the transform's fixed canvas, which photos of every
+    size share (one program per orientation)."""
+    if keras.backend.backend() != "torch":
+        return False
+    compiled_mode = getattr(model, "compiled_step_mode", None)
+    return compiled_mode is None or compiled_mode("predict") is None
 
 
 def _photo(image) -> np.ndarray:

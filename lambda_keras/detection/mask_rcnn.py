@@ -2,9 +2,11 @@
 
 ``fit`` trains it on ``(images, targets)`` batches, ``predict``/``call`` detects. Every shape is
 static once the image size is (ground truth padded to a fixed number of instances, fixed-size
-proposal, RoI and detection sets, padded NMS), so the training step compiles with XLA. Where
-shapes may vary, the heads skip the padding of those sets, as torchvision's do, with the same
-losses and detections: on PyTorch (eager) in training and inference, and in Keras' TensorFlow
+proposal, RoI and detection sets, padded NMS), so the training step compiles with XLA, and on
+PyTorch into one graph per step
+([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]: by default on a GPU).
+Where shapes may vary, the heads skip the padding of those sets, as torchvision's do, with the
+same losses and detections: on eager PyTorch in training and inference, and in Keras' TensorFlow
 training step when no XLA compiles it (the box head on the sampled RoIs that are real, the mask
 head on the foreground RoIs or the detections).
 
@@ -56,6 +58,8 @@ from keras import ops as K
 from keras.src.backend import compute_output_spec  # Keras' symbolic trace (JAX: jax.eval_shape)
 
 from lambda_keras import _validation as v
+from lambda_keras.backend import stateless_steps
+from lambda_keras.backend.compiled_steps import CompiledSteps
 from lambda_keras.backend.host_initializers import initial_values_on_host
 from lambda_keras.detection import ops, target_checks, targets
 from lambda_keras.detection.anchor_generator import AnchorGenerator, CentredAnchors
@@ -99,7 +103,7 @@ def smooth_l1(diff, beta: float):
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
-class MaskRCNN(keras.Model):
+class MaskRCNN(CompiledSteps, keras.Model):
     """Mask R-CNN with FPN on ``backbone`` (a model whose outputs are ``{"P2": ..., "P5": ...}``,
     e.g. [`lambda_keras.zoo.LambdaResNetBackbone`][lambda_keras.zoo.LambdaResNetBackbone]).
 
@@ -707,22 +711,14 @@ def _pick_class(mask_logits, classes):
 
 
 def _varying_shapes(tensor, tensorflow_graph: bool = False) -> bool:
-    """Whether shapes may depend on ``tensor``'s values here: on eager PyTorch (not under
-    ``torch.compile``, not in a symbolic pass), and in a TensorFlow graph that no XLA compiles
-    (``tensorflow_graph``: Keras' step of a model not jit-compiled, off TPUs). Never under JAX's
-    ``jit``."""
+    """Whether shapes may depend on ``tensor``'s values here: on eager PyTorch (not in a
+    compiled step's trace, not under ``torch.compile``, not in a symbolic pass), and in a
+    TensorFlow graph that no XLA compiles (``tensorflow_graph``: Keras' step of a model not
+    jit-compiled, off TPUs). Never under JAX's ``jit``."""
     backend = keras.backend.backend()
     if backend == "tensorflow":
         return tensorflow_graph
-    if backend != "torch":
-        return False
-    import torch
-
-    return (
-        isinstance(tensor, torch.Tensor)
-        and tensor.device.type != "meta"
-        and not torch.compiler.is_compiling()
-    )
+    return backend == "torch" and stateless_steps.has_values(tensor)
 
 
 def _most_per_image(flags):

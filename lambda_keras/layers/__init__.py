@@ -1,6 +1,8 @@
 """Layers: LambdaLayer, the convolution-style LambdaConv2D / LambdaConv1D, swap_convolutions,
-RelativePositionEmbedding, StochasticDepth, and the BatchNormalization they and the zoo use."""
+RelativePositionEmbedding, StochasticDepth, and the BatchNormalization and AveragePooling2D they
+and the zoo use."""
 
+from lambda_keras.layers.average_pooling import AveragePooling2D
 from lambda_keras.layers.batch_normalization import BatchNormalization
 from lambda_keras.layers.lambda_conv import LambdaConv1D, LambdaConv2D
 from lambda_keras.layers.lambda_layer import LambdaLayer
@@ -21,6 +23,7 @@ __all__ = [
     "RelativePositionEmbedding",
     "StochasticDepth",
     "BatchNormalization",
+    "AveragePooling2D",
     "conv_position_lambdas",
     "depthwise_position_lambdas",
     "einsum_position_lambdas",

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import keras
 
 from lambda_keras import _validation as v
+from lambda_keras.layers.average_pooling import average_pool
 from lambda_keras.layers.lambda_layer import LambdaLayer
 
 __all__ = ["CONV_IMPLEMENTATIONS", "LambdaConv1D", "LambdaConv2D"]
@@ -104,7 +105,7 @@ class _LambdaConv(LambdaLayer):
         y = super().call(inputs, training=training)
         if self.strides == 1:
             return y
-        pool = keras.ops.average_pool(y, 3, strides=2, padding="same")
+        pool = average_pool(y, 3, strides=2, padding="same")
         return keras.ops.cast(pool, self.compute_dtype)
 
     def compute_output_shape(self, input_shape):

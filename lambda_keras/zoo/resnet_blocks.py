@@ -12,7 +12,7 @@ import dataclasses
 import keras
 
 from lambda_keras import _validation as v
-from lambda_keras.layers import BatchNormalization, LambdaLayer, StochasticDepth
+from lambda_keras.layers import AveragePooling2D, BatchNormalization, LambdaLayer, StochasticDepth
 from lambda_keras.layers.implementation_choice import IMPLEMENTATIONS
 
 
@@ -180,7 +180,7 @@ def bottleneck(
     shortcut = x
     if strides != 1 or x.shape[-1] != channels_out:
         if strides != 1 and resnet_d_shortcut:
-            shortcut = keras.layers.AveragePooling2D(
+            shortcut = AveragePooling2D(
                 2, strides=2, padding="same", name=f"{name}_shortcut_pool"
             )(shortcut)
             shortcut = conv(shortcut, channels_out, 1, name=f"{name}_shortcut_conv")
@@ -192,7 +192,7 @@ def bottleneck(
     if use_lambda:
         y = lambda_config.layer(width, name=f"{name}_2_lambda")(y)
         if strides != 1:
-            y = keras.layers.AveragePooling2D(
+            y = AveragePooling2D(
                 lambda_pool_size,
                 strides=strides,
                 padding="same" if lambda_pool_size == 3 else "valid",

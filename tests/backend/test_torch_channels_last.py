@@ -1,4 +1,4 @@
-"""Keras' PyTorch convolution, max-pooling and batch norm without layout copies
+"""Keras' PyTorch convolution, max and average pooling and batch norm without layout copies
 (lambda_keras/backend/torch_channels_last.py): the same values and gradients as Keras' own
 functions, results in ``[batch, height, width, channels]`` memory order, Keras' function where
 ours does not apply, and the switch. The PyTorch tests run in the PyTorch child of
@@ -92,6 +92,7 @@ def test_keras_ops_and_layers_reach_our_functions():
     assert os.environ.get(channels_last.VARIABLE) != "0"
     assert nn.conv is channels_last.conv
     assert nn.max_pool is channels_last.max_pool
+    assert nn.average_pool is channels_last.average_pool
     assert nn.batch_normalization is channels_last.batch_normalization
     # A ResNet stem: the pooled map and the convolution after it stay in [b, h, w, c] order
     # (Keras' own max-pool returns a transposed map that every later op would carry along).
@@ -128,6 +129,39 @@ def test_max_pool_with_same_padding_is_keras_own():
     keras_pool, our_pool = _keras_and_ours("max_pool")
     expected = keras_pool(x, 3, 2, "same")
     np.testing.assert_array_equal(our_pool(x, 3, 2, "same").numpy(), expected.numpy())
+
+
+@on_torch
+@pytest.mark.parametrize(
+    "x_shape, pool, strides, padding",
+    [
+        ((1, 9, 13, 3), 3, 2, "same"),  # odd sizes: one cell each side
+        ((2, 6, 6, 4), 2, 2, "same"),  # the ResNet-D shortcut's pool (no padding)
+        ((1, 7, 10, 2), 2, 2, "valid"),  # timm's lambda pool
+        ((1, 12, 5, 2), 3, 1, "same"),  # upright
+    ],
+)
+def test_average_pool_gives_keras_values_in_channels_last_order(x_shape, pool, strides, padding):
+    x = np.random.default_rng(7).normal(size=x_shape).astype("float32")
+    keras_pool, our_pool = _keras_and_ours("average_pool")
+    options = {"pool_size": pool, "strides": strides, "padding": padding}
+    expected, expected_grads = _grads(keras_pool, x, **options)
+    out, grads = _grads(our_pool, x, **options)
+    np.testing.assert_allclose(out.detach().numpy(), expected.detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(grads[0], expected_grads[0], rtol=1e-6, atol=1e-7)
+    assert _is_channels_last_order(out)
+
+
+@on_torch
+def test_average_pool_padding_one_side_more_is_keras_own():
+    """Keras' values there (the edge repeated: not TensorFlow's, see
+    lambda_keras/layers/average_pooling.py), so that a user's model computes what it computes
+    without lambda_keras."""
+    x = np.arange(16, dtype="float32").reshape(1, 4, 4, 1)
+    keras_pool, our_pool = _keras_and_ours("average_pool")
+    np.testing.assert_array_equal(
+        our_pool(x, 3, 2, "same").numpy(), keras_pool(x, 3, 2, "same").numpy()
+    )
 
 
 @on_torch
@@ -316,3 +350,69 @@ def test_the_variable_keeps_keras_functions_from_the_first_import():
 @pytest.mark.backends("tensorflow", "jax")
 def test_nothing_is_installed_on_other_backends():
     assert channels_last.install() == []
+
+
+@on_torch
+def test_a_keras_release_with_the_convolution_fix_keeps_its_own_convolution(monkeypatch):
+    """Keras' fix (keras-team/keras#23199) passes channels-last maps to PyTorch itself; where
+    the installed Keras has it (its ``_transpose_spatial_inputs`` takes
+    ``channels_last_memory_format``), ours steps aside for the convolution only."""
+    from keras.src.backend.torch import nn
+
+    keras_conv = channels_last._keras("conv")
+
+    def fixed(inputs, channels_last_memory_format=False):
+        return inputs
+
+    try:
+        channels_last.uninstall()
+        monkeypatch.setattr(nn, "_transpose_spatial_inputs", fixed)
+        installed = channels_last.install()
+        assert "conv" not in installed and nn.conv is keras_conv
+        assert nn.max_pool is channels_last.max_pool  # the rest is still ours
+    finally:
+        channels_last.uninstall()
+        monkeypatch.undo()
+        assert "conv" in channels_last.install()
+
+
+def _users_model() -> keras.Model:
+    keras.utils.set_random_seed(3)
+    return keras.Sequential([
+        keras.Input((15, 22, 3)),  # landscape, odd sizes: "same" pads one side more
+        keras.layers.Conv2D(8, 3, strides=2, padding="same"),
+        keras.layers.BatchNormalization(),
+        keras.layers.ReLU(),
+        keras.layers.MaxPooling2D(2),
+        keras.layers.Conv2D(8, 3, padding="same", groups=2),
+        keras.layers.DepthwiseConv2D(3, padding="valid"),
+        keras.layers.GlobalAveragePooling2D(),
+        keras.layers.Dense(4),
+    ])
+
+
+@on_torch
+def test_a_users_model_computes_the_same_with_and_without_our_functions():
+    """Outputs, a training step's loss and the weights after it, with ours installed and with
+    Keras' own (``uninstall``: what the model gives without ``import lambda_keras``)."""
+    x = np.random.default_rng(9).normal(size=(3, 15, 22, 3)).astype("float32")
+    y = np.array([0, 3, 1])
+
+    def run():
+        model = _users_model()
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        model.compile(keras.optimizers.SGD(0.1, momentum=0.9), loss)
+        before = keras.ops.convert_to_numpy(model(x, training=False))
+        losses = [model.train_on_batch(x, y) for _ in range(2)]
+        return before, losses, model.get_weights()
+
+    ours = run()
+    try:
+        channels_last.uninstall()
+        keras_own = run()
+    finally:
+        channels_last.install()
+    np.testing.assert_allclose(ours[0], keras_own[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours[1], keras_own[1], rtol=1e-5)
+    for got, expected in zip(ours[2], keras_own[2], strict=True):
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -35,6 +35,9 @@ on_torch = pytest.mark.backends("torch")
 def test_the_setting_picks_a_mode_per_device(value, device, expected):
     environ = {} if value is None else {torch_compiled_step.VARIABLE: value}
     assert torch_compiled_step.compile_mode(environ, device) == expected
+    # A model's jit_compile=True: auto compiles on a CPU too; an explicit setting holds.
+    asked = "default" if value in (None, "auto") else expected
+    assert torch_compiled_step.compile_mode(environ, device, asked=True) == asked
 
 
 def test_a_bad_setting_names_the_variable_and_the_choices():
@@ -395,3 +398,32 @@ def test_the_switches_give_keras_own_steps(monkeypatch):
         assert model.jit_compile is expected
         model.train_on_batch(x, y)
         assert isinstance(model.train_function, torch_compiled_step.CompiledStep) is expected
+    # jit_compile=True asks for the compiled step on a CPU too; with 0, Keras' own torch.compile.
+    for setting, expected in (("auto", True), ("0", False)):
+        monkeypatch.setenv(torch_compiled_step.VARIABLE, setting)
+        model = compiled(small_net(), jit_compile=True)
+        model.make_train_function()
+        assert isinstance(model.train_function, torch_compiled_step.CompiledStep) is expected
+        assert model.compiled_step_mode("train") == ("default" if expected else None)
+
+
+def test_the_reason_leads_with_the_error_a_compiler_error_was_raised_while_handling():
+    """PyTorch 2.11's compiled graph reports a failed check of its generated code as Dynamo's
+    "Attempt to trace generator", raised while handling it: the reason names both, the real
+    one first."""
+
+    class Unsupported(Exception):
+        pass
+
+    try:
+        try:
+            raise AssertionError("expected size 128==128, stride 1==16 at dim=1")
+        except AssertionError:
+            raise Unsupported("Attempt to trace generator\n  Explanation: ...")  # noqa: B904
+    except Unsupported as error:
+        reported = error
+    assert torch_compiled_step._error_text(reported) == (
+        "AssertionError: expected size 128==128, stride 1==16 at dim=1 "
+        "(reported as Unsupported: Attempt to trace generator)"
+    )
+    assert torch_compiled_step._error_text(ValueError("bad")) == "ValueError: bad"

@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.end_to_end, pytest.mark.torch]
 def run(script: str, *flags: str) -> str:
     env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", "PYTHONPATH": str(ROOT)}
     env.pop("KERAS_BACKEND", None)
+    env.pop("LAMBDA_KERAS_TORCH_COMPILE", None)  # a user's default (tests/conftest.py sets it)
     done = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / script), *flags],
         capture_output=True,
@@ -43,10 +44,12 @@ def test_train_on_torch_exports_what_it_scored(tmp_path):
         assert f"top-1 {top1}" in scored, (path, top1, scored)
 
 
-def test_train_maskrcnn_on_torch_scores_and_exports(tmp_path):
-    out = run(
+def train_maskrcnn(tmp_path, *flags: str) -> str:
+    """Two steps of train_maskrcnn.py on PyTorch at 64 px on the shapes data."""
+    return run(
         "train_maskrcnn.py",
         "--backend=torch",
+        *flags,
         "--steps=2",
         "--steps_per_epoch=1",
         "--image_size=64",
@@ -54,5 +57,18 @@ def test_train_maskrcnn_on_torch_scores_and_exports(tmp_path):
         f"--model_dir={tmp_path / 'run'}",
         f"--shapes_dir={tmp_path / 'shapes'}",
     )
+
+
+def test_train_maskrcnn_on_torch_scores_and_exports(tmp_path):
+    out = train_maskrcnn(tmp_path)
     assert "on torch" in out and "box AP" in out.splitlines()[-1]
+    assert "compiled the train step" not in out  # a CPU: Keras' eager steps by default
     assert (tmp_path / "run" / "saved_model" / "saved_model.pb").is_file()
+
+
+@pytest.mark.slow  # Inductor compiles the Mask R-CNN's training step on 2 cores: minutes
+def test_train_maskrcnn_compiled_on_torch_prints_the_compile(tmp_path):
+    out = train_maskrcnn(tmp_path, "--jit_compile")
+    compiled = re.findall(r"compiled the train step \(graph (\d), .*\) in ([\d.]+) s", out)
+    assert [graph for graph, _ in compiled] == ["1"], out  # one graph for both steps
+    assert "runs eagerly" not in out and "box AP" in out.splitlines()[-1]

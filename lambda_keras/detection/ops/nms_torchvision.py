@@ -4,7 +4,8 @@ contract promises (the boxes already ranked, finite and checked by ``nms``).
 
 The greedy ``keras.ops`` loop runs eagerly on PyTorch, a dozen small ops per kept box; the
 kernel is what torchvision's own detectors call. torchvision is not a dependency: without it,
-[`nms`][lambda_keras.detection.ops.nms] runs the loop. Imported only on the PyTorch backend.
+[`nms`][lambda_keras.detection.ops.nms] runs the loop (which a compiled step cannot trace: its
+number of iterations depends on the boxes). Imported only on the PyTorch backend.
 """
 
 from __future__ import annotations
@@ -23,11 +24,24 @@ def available() -> bool:
 
 def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
     """``(positions, valid)`` ``[B, max_output_size]`` of the boxes ``[B, n, 4]`` that the
-    contract keeps, given in its order with ``alive`` ``[B, n]`` (see ``nms._run``)."""
+    contract keeps, given in its order with ``alive`` ``[B, n]`` (see ``nms._run``).
+
+    One operator of PyTorch's (``lambda_keras::padded_nms``) whose results have that static
+    shape whatever the boxes: a compiled step's trace holds it as one node and calls the
+    kernel when it runs, where the kernel's own variable-length result cannot be traced."""
+    return torch.ops.lambda_keras.padded_nms(
+        boxes.detach(), alive, int(max_output_size), float(iou_threshold)
+    )
+
+
+@torch.library.custom_op("lambda_keras::padded_nms", mutates_args=())
+def _padded_nms(
+    boxes: torch.Tensor, alive: torch.Tensor, max_output_size: int, iou_threshold: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     import torchvision
 
     rows, count = alive.shape
-    boxes = _xyxy(boxes.detach()).float()
+    boxes = _xyxy(boxes).float()
     # The kernel sorts by score: distinct decreasing scores keep the order the boxes come in.
     ranks = -torch.arange(count, dtype=torch.float32, device=boxes.device)
     positions = torch.zeros((rows, max_output_size), dtype=torch.int32, device=boxes.device)
@@ -39,6 +53,15 @@ def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
         positions[row, : len(kept)] = candidates[kept].to(torch.int32)
         valid[row, : len(kept)] = True
     return positions, valid
+
+
+@_padded_nms.register_fake
+def _padded_nms_shapes(boxes, alive, max_output_size, iou_threshold):
+    rows = alive.shape[0]
+    return (
+        alive.new_empty((rows, max_output_size), dtype=torch.int32),
+        alive.new_empty((rows, max_output_size), dtype=torch.bool),
+    )
 
 
 def _xyxy(boxes: torch.Tensor) -> torch.Tensor:

@@ -16,9 +16,10 @@ samples): 71 ms for the product against 272 ms for torchvision's ``roi_align`` k
 gradient of 454 boxes from a ``[128, 128, 256]`` map 22-42 ms against 267 ms for torchvision's
 backward kernel (the slowest op of a Mask R-CNN training step on PyTorch there).
 
-Used in eager PyTorch (not under ``torch.compile``, not for Keras' symbolic ``meta`` pass,
-where the gathers of the ``keras.ops`` path run). Computed in float32, as torchvision's kernel
-is, and cast back to the maps' dtype. Gradients reach the boxes too, when they need one.
+Used in eager PyTorch (not in a compiled step's trace, not under ``torch.compile``, not for
+Keras' symbolic ``meta`` pass, where the gathers of the ``keras.ops`` path run). Computed in
+float32, as torchvision's kernel is, and cast back to the maps' dtype. Gradients reach the
+boxes too, when they need one.
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ import warnings
 
 import torch
 
+from lambda_keras.backend import stateless_steps
+
 __all__ = ["applies", "pool"]
 
 
 def applies(table: torch.Tensor) -> bool:
     """Whether the sparse product can run on ``table``: an eager tensor with data."""
-    return table.device.type != "meta" and not torch.compiler.is_compiling()
+    return stateless_steps.has_values(table)
 
 
 def pool(

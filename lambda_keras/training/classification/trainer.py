@@ -17,6 +17,7 @@ import time
 
 import keras
 
+from lambda_keras.backend.compile_report import CompileReport
 from lambda_keras.training import resume
 from lambda_keras.training.classification import data, recipes
 from lambda_keras.training.classification.config import (
@@ -140,6 +141,7 @@ def _fit_callbacks(model_dir: str, chief: bool) -> list[keras.callbacks.Callback
         resume.AtomicBackupAndRestore(os.path.join(model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(model_dir, "log.csv"), append=True),
         keras.callbacks.ModelCheckpoint(os.path.join(model_dir, "checkpoint.keras")),
+        CompileReport(),  # PyTorch: what compiling each step cost
     ]
     if importlib.util.find_spec("tensorboard") is not None:
         callbacks.append(keras.callbacks.TensorBoard(os.path.join(model_dir, "tensorboard")))

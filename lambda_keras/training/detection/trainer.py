@@ -14,6 +14,7 @@ import time
 import keras
 import numpy as np
 
+from lambda_keras.backend.compile_report import CompileReport
 from lambda_keras.training import resume
 from lambda_keras.training.detection import evaluation
 from lambda_keras.training.detection.config import DetectionConfig
@@ -46,8 +47,7 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
         model(np.zeros((1, image_size, image_size, 3), "float32"))
         model.compile(
             optimizer=recipe.make_optimizer(batch_size, epochs * config.steps_per_epoch),
-            # JAX always compiles (op by op would be its slowest path).
-            jit_compile=True if keras.backend.backend() == "jax" else config.jit_compile,
+            jit_compile=_jit_compile(config.jit_compile),
         )
         # Slots now, not in the first traced step (which would then be traced twice).
         model.optimizer.build(model.trainable_variables)
@@ -65,6 +65,7 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
     callbacks = [
         resume.AtomicBackupAndRestore(os.path.join(config.model_dir, resume.BACKUP_DIR)),
         keras.callbacks.CSVLogger(os.path.join(config.model_dir, "log.csv"), append=True),
+        CompileReport(),  # PyTorch: what compiling each step cost (minutes on a GPU)
     ]
     start = time.perf_counter()
     history = model.fit(
@@ -86,6 +87,17 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
         f"(IoU .50:.95) after {seconds:.0f} s of training."
     )
     return result
+
+
+def _jit_compile(flag: bool) -> bool | str:
+    """``model.compile``'s ``jit_compile`` from ``--jit_compile``: JAX always compiles (op by
+    op would be its slowest path); TensorFlow's step with XLA as the flag says; PyTorch's step
+    compiles with the flag, and by default where ``LAMBDA_KERAS_TORCH_COMPILE`` says (``auto``:
+    on a GPU)."""
+    backend = keras.backend.backend()
+    if backend == "jax" or (backend == "torch" and flag):
+        return True
+    return "auto" if backend == "torch" else flag
 
 
 def _export(model, config: DetectionConfig, source, image_size: int) -> dict:

@@ -1,0 +1,58 @@
+"""What compiling the steps cost, printed during ``fit``: on PyTorch, where a model's steps
+compile ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]), the first
+step of each input signature traces and compiles its graph (minutes for a Mask R-CNN on a GPU)
+before it runs; a run that falls back to Keras' eager step says why. Elsewhere it prints
+nothing (XLA's compile is part of Keras' first step there)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import keras
+
+__all__ = ["CompileReport"]
+
+
+class CompileReport(keras.callbacks.Callback):
+    """Prints one line for each graph a compiled step compiled, with its seconds (tracing, the
+    compile and the first run), and one line when a step runs eagerly instead, with the reason.
+
+    Args:
+        print_fn: Where the lines go.
+
+    Examples:
+        >>> import keras
+        >>> from lambda_keras.backend.compile_report import CompileReport
+        >>> callbacks = [CompileReport()]  # model.fit(..., callbacks=callbacks)
+    """
+
+    def __init__(self, print_fn: Callable[[str], None] = print):
+        super().__init__()
+        self.print_fn = print_fn
+        self._reported: dict[str, int] = {}  # step kind -> compiles reported
+        self._eager: set[str] = set()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._report("train")
+
+    def on_test_batch_end(self, batch, logs=None):
+        self._report("test")
+
+    def on_predict_batch_end(self, batch, logs=None):
+        self._report("predict")
+
+    def _report(self, kind: str) -> None:
+        step = getattr(self.model, f"{kind}_function", None)
+        seconds = getattr(step, "compile_seconds", None)
+        if seconds is None:  # Keras' own step function
+            return
+        name = self.model.name
+        for index in range(self._reported.get(kind, 0), len(seconds)):
+            self.print_fn(
+                f"{name}: compiled the {kind} step (graph {index + 1}, torch.compile mode "
+                f"{step.mode!r}) in {seconds[index]:.1f} s"
+            )
+        self._reported[kind] = len(seconds)
+        if step.eager_reason is not None and kind not in self._eager:
+            self._eager.add(kind)
+            self.print_fn(f"{name}: the {kind} step runs eagerly: {step.eager_reason[:300]}")

@@ -1,0 +1,61 @@
+"""CompileReport: one line per compiled graph with its seconds, one when a step runs eagerly,
+nothing for Keras' own step functions."""
+
+from types import SimpleNamespace
+
+import keras
+import numpy as np
+
+from lambda_keras.backend.compile_report import CompileReport
+
+
+def report(model):
+    lines = []
+    callback = CompileReport(print_fn=lines.append)
+    callback.set_model(model)
+    return callback, lines
+
+
+def small_model():
+    inputs = keras.Input((3,))
+    model = keras.Model(inputs, keras.layers.Dense(2)(inputs), name="small")
+    model.compile("sgd", "mse")
+    return model
+
+
+def test_each_new_graph_is_reported_once_with_its_seconds():
+    model = small_model()
+    step = SimpleNamespace(compile_seconds=[], mode="default", eager_reason=None)
+    model.train_function = step
+    callback, lines = report(model)
+    callback.on_train_batch_end(0)
+    assert lines == []  # nothing compiled yet
+    step.compile_seconds.append(12.34)
+    callback.on_train_batch_end(0)
+    callback.on_train_batch_end(1)
+    assert lines == ["small: compiled the train step (graph 1, torch.compile mode 'default') in "
+                     "12.3 s"]
+    step.compile_seconds.append(2.0)  # a partial last batch: a new signature
+    callback.on_train_batch_end(2)
+    assert lines[1:] == ["small: compiled the train step (graph 2, torch.compile mode 'default') "
+                         "in 2.0 s"]
+
+
+def test_a_step_that_runs_eagerly_says_why_once():
+    model = small_model()
+    model.predict_function = SimpleNamespace(
+        compile_seconds=[], mode="default", eager_reason="GuardOnDataDependentSymNode: u2"
+    )
+    callback, lines = report(model)
+    for batch in range(3):
+        callback.on_predict_batch_end(batch)
+    assert lines == ["small: the predict step runs eagerly: GuardOnDataDependentSymNode: u2"]
+
+
+def test_keras_own_steps_print_nothing():
+    model = small_model()
+    lines = []
+    x, y = np.zeros((4, 3), "float32"), np.zeros((4, 2), "float32")
+    model.fit(x, y, epochs=1, verbose=0, callbacks=[CompileReport(print_fn=lines.append)],
+              validation_data=(x, y))
+    assert lines == []
