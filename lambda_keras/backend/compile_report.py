@@ -2,7 +2,8 @@
 compile ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]), the first
 step of each input signature traces and compiles its graph (minutes for a Mask R-CNN on a GPU)
 before it runs; a run that falls back to Keras' eager step says why. Elsewhere it prints
-nothing (XLA's compile is part of Keras' first step there)."""
+nothing (XLA's compile is part of Keras' first step there). ``predict_on_batch`` and the other
+``*_on_batch`` calls run no callbacks: their steps' ``compile_seconds`` say the same."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ class CompileReport(keras.callbacks.Callback):
     def __init__(self, print_fn: Callable[[str], None] = print):
         super().__init__()
         self.print_fn = print_fn
-        self._reported: dict[str, int] = {}  # step kind -> compiles reported
-        self._eager: set[str] = set()
+        self._reported: dict[int, int] = {}  # id of a step function -> compiles reported
+        self._eager: set[int] = set()  # ids of step functions reported eager
 
     def on_train_batch_end(self, batch, logs=None):
         self._report("train")
@@ -46,13 +47,13 @@ class CompileReport(keras.callbacks.Callback):
         seconds = getattr(step, "compile_seconds", None)
         if seconds is None:  # Keras' own step function
             return
-        name = self.model.name
-        for index in range(self._reported.get(kind, 0), len(seconds)):
+        name, key = self.model.name, id(step)  # a new step function (compile()) starts anew
+        for index in range(self._reported.get(key, 0), len(seconds)):
             self.print_fn(
                 f"{name}: compiled the {kind} step (graph {index + 1}, torch.compile mode "
                 f"{step.mode!r}) in {seconds[index]:.1f} s"
             )
-        self._reported[kind] = len(seconds)
-        if step.eager_reason is not None and kind not in self._eager:
-            self._eager.add(kind)
+        self._reported[key] = len(seconds)
+        if step.eager_reason is not None and key not in self._eager:
+            self._eager.add(key)
             self.print_fn(f"{name}: the {kind} step runs eagerly: {step.eager_reason[:300]}")

@@ -70,7 +70,7 @@ class CompiledSteps:
         if self.steps_per_execution != 1 or _overrides(type(self), f"{kind}_step"):
             return None  # Keras' trainer refuses the first; a model's own step is its own
         # jit_compile=True on a CPU was asked for ("auto" resolves to False there).
-        return torch_compiled_step.compile_mode(asked=True)
+        return torch_compiled_step.compile_mode(jit_compile=True)
 
     def make_train_function(self, force=False):
         return self._make_step("train", force, super().make_train_function, self._eager_train)

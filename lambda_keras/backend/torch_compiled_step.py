@@ -83,11 +83,11 @@ MAX_GRAPHS = 8
 
 
 def compile_mode(
-    environ: Mapping[str, str] = os.environ, device: str | None = None, asked: bool = False
+    environ: Mapping[str, str] = os.environ, device: str | None = None, jit_compile: bool = False
 ) -> str | None:
     """The ``torch.compile`` mode ``LAMBDA_KERAS_TORCH_COMPILE`` asks for on ``device`` (the
     backend's device by default), or None for Keras' own steps: unset or ``auto``, ``"default"``
-    on a GPU and None on a CPU (``"default"`` there too where a model ``asked`` for it:
+    on a GPU and None on a CPU (``"default"`` there too for a model compiled with
     ``jit_compile=True``); ``1`` ``"default"`` on every device; ``0`` None; or a mode by name.
 
     Raises:
@@ -106,7 +106,7 @@ def compile_mode(
             f"1 (compiled on every device), 0 (Keras' own steps) or one of torch.compile's "
             f"modes {', '.join(MODES)}."
         )
-    if asked:
+    if jit_compile:
         return "default"
     if device is None:
         from keras.src.backend.torch.core import get_device
@@ -260,15 +260,16 @@ class CompiledStep:
 
 
 def _build(model: keras.Model, batch) -> None:
-    """Creates the model's variables from the batch's shapes, as Keras' ``fit`` does before its
-    first step (a symbolic pass: ``compute_output_spec``)."""
+    """Creates the model's variables from the batch's shapes in a symbolic pass
+    (``compute_output_spec``, the pass Keras' ``fit`` makes before its first step)."""
     from keras.src.backend import compute_output_spec
 
     x, _, _ = keras.utils.unpack_x_y_sample_weight(batch)
 
     def spec(value):
-        dtype = keras.backend.standardize_dtype(value.dtype)
-        return value if value is None else keras.KerasTensor(tuple(value.shape), dtype)
+        if value is None:
+            return None
+        return keras.KerasTensor(tuple(value.shape), keras.backend.standardize_dtype(value.dtype))
 
     compute_output_spec(model, keras.tree.map_structure(spec, x), training=False)
 
@@ -278,12 +279,15 @@ def _tensors(state) -> list:
 
 
 def _error_text(error: BaseException) -> str:
-    """``"Type: message"`` of ``error``, led by the error it was raised while handling: PyTorch
-    2.11's compiled graph reports a failure of its generated code (a size or stride check) as
-    Dynamo's "Attempt to trace generator", raised by the graph's own error handler."""
+    """``"Type: message"`` of ``error``; a compiler error raised while handling another error
+    is led by that one: PyTorch 2.11's compiled graph reports a failure of its generated code (a
+    size or stride check) as Dynamo's "Attempt to trace generator", raised by the graph's own
+    error handler."""
     text = f"{type(error).__name__}: {error}".strip()
-    context = error.__cause__ or error.__context__
-    if context is None or isinstance(context, type(error)):
+    context = error.__cause__
+    if context is None and not error.__suppress_context__:
+        context = error.__context__
+    if context is None or not _is_compiler_error(error) or _is_compiler_error(context):
         return text
     first_line = (str(error).strip().splitlines() or [""])[0]
     return f"{type(context).__name__}: {context}".strip() + (

@@ -77,7 +77,8 @@ _TENSORFLOW_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
     """The model's outputs on ``inputs``, compiled as the backend compiles ``predict``."""
     if keras.backend.backend() != "tensorflow":
-        return model.predict_on_batch(inputs)  # jax.jit traces each shape; PyTorch is eager
+        # jax.jit traces each shape; PyTorch compiles each (CompiledSteps) or runs eagerly
+        return model.predict_on_batch(inputs)
     import tensorflow as tf
 
     if model not in _TENSORFLOW_CALLS:

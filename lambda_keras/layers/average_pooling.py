@@ -17,6 +17,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from lambda_keras import _validation as v
+
 __all__ = ["AveragePooling2D", "average_pool"]
 
 
@@ -26,27 +28,32 @@ def average_pool(inputs, pool_size: int, strides: int, padding: str = "valid"):
 
     Args:
         inputs: ``[batch, height, width, channels]`` (or ``[batch, length, channels]``).
-        pool_size: The window's side.
-        strides: The step between windows.
-        padding: ``"valid"`` or ``"same"``.
+        pool_size: The window's side (a positive int).
+        strides: The step between windows (a positive int).
+        padding: ``"valid"`` or ``"same"`` (any case).
 
     Returns:
         ``[batch, out_height, out_width, channels]``, Keras' output shape.
     """
+    pool_size = v.positive_int("pool_size", pool_size)
+    strides = v.positive_int("strides", strides)
+    padding = v.one_of("padding", padding.lower() if isinstance(padding, str) else padding,
+                       ("valid", "same"))
     sizes = tuple(inputs.shape[1:-1])
     known = padding == "same" and None not in sizes
     pads = _same_padding(sizes, pool_size, strides) if known else []
     if keras.backend.backend() != "torch" or all(a == b for a, b in pads):
         return ops.average_pool(inputs, pool_size, strides, padding)
-    # Zeros around the map, the mean of each whole window, rescaled to the cells inside it.
-    padded = ops.pad(inputs, [(0, 0), *pads, (0, 0)])
+    # Zeros around the map, the mean of each whole window, rescaled to the cells inside it (in
+    # float32: one rounding to a half-precision input's dtype, as a pooling kernel does).
+    padded = ops.pad(ops.cast(inputs, "float32"), [(0, 0), *pads, (0, 0)])
     means = ops.average_pool(padded, pool_size, strides, "valid")
     inside = functools.reduce(
         np.multiply.outer,
         [_cells_inside(n, pool_size, strides, p) for n, p in zip(sizes, pads, strict=True)],
     )
     scale = (pool_size ** len(sizes) / inside)[None, ..., None]
-    return means * ops.convert_to_tensor(scale, means.dtype)
+    return ops.cast(means * ops.convert_to_tensor(scale, "float32"), inputs.dtype)
 
 
 def _same_padding(sizes, pool_size: int, strides: int) -> list[tuple[int, int]]:
@@ -86,6 +93,7 @@ class AveragePooling2D(keras.layers.AveragePooling2D):
     def __init__(self, pool_size=2, strides=None, padding="valid", **kwargs):
         super().__init__(pool_size, strides, padding, **kwargs)
         square = len(set(self.pool_size)) == 1 and len(set(self.strides)) == 1
+        self.padding = v.one_of("padding", str(self.padding).lower(), ("valid", "same"))
         if not square or self.data_format != "channels_last":
             raise ValueError(
                 "lambda_keras.layers.AveragePooling2D takes square windows and strides on "

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 
 from lambda_keras.backend.compile_report import CompileReport
+from lambda_keras.zoo import ZooModel
 
 
 def report(model):
@@ -52,8 +53,23 @@ def test_a_step_that_runs_eagerly_says_why_once():
     assert lines == ["small: the predict step runs eagerly: GuardOnDataDependentSymNode: u2"]
 
 
-def test_keras_own_steps_print_nothing():
+def test_a_new_step_function_is_reported_from_its_first_graph():
     model = small_model()
+    model.train_function = SimpleNamespace(compile_seconds=[3.0], mode="default", eager_reason=None)
+    callback, lines = report(model)
+    callback.on_train_batch_end(0)
+    # model.compile() again: a new step function, whose first graph is news
+    model.train_function = SimpleNamespace(compile_seconds=[4.0], mode="default", eager_reason=None)
+    callback.on_train_batch_end(0)
+    assert [line.split(" in ")[-1] for line in lines] == ["3.0 s", "4.0 s"]
+
+
+def test_keras_own_steps_print_nothing():
+    """A model with compiled steps whose steps are Keras' own (``jit_compile=False``; on
+    TensorFlow and JAX always)."""
+    inputs = keras.Input((3,))
+    model = ZooModel(inputs, keras.layers.Dense(2)(inputs))
+    model.compile("sgd", "mse", jit_compile=False)
     lines = []
     x, y = np.zeros((4, 3), "float32"), np.zeros((4, 2), "float32")
     model.fit(x, y, epochs=1, verbose=0, callbacks=[CompileReport(print_fn=lines.append)],

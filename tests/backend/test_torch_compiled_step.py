@@ -37,7 +37,7 @@ def test_the_setting_picks_a_mode_per_device(value, device, expected):
     assert torch_compiled_step.compile_mode(environ, device) == expected
     # A model's jit_compile=True: auto compiles on a CPU too; an explicit setting holds.
     asked = "default" if value in (None, "auto") else expected
-    assert torch_compiled_step.compile_mode(environ, device, asked=True) == asked
+    assert torch_compiled_step.compile_mode(environ, device, jit_compile=True) == asked
 
 
 def test_a_bad_setting_names_the_variable_and_the_choices():
@@ -407,13 +407,13 @@ def test_the_switches_give_keras_own_steps(monkeypatch):
         assert model.compiled_step_mode("train") == ("default" if expected else None)
 
 
+@on_torch
 def test_the_reason_leads_with_the_error_a_compiler_error_was_raised_while_handling():
     """PyTorch 2.11's compiled graph reports a failed check of its generated code as Dynamo's
     "Attempt to trace generator", raised while handling it: the reason names both, the real
     one first."""
 
-    class Unsupported(Exception):
-        pass
+    from torch._dynamo.exc import Unsupported
 
     try:
         try:
@@ -427,3 +427,12 @@ def test_the_reason_leads_with_the_error_a_compiler_error_was_raised_while_handl
         "(reported as Unsupported: Attempt to trace generator)"
     )
     assert torch_compiled_step._error_text(ValueError("bad")) == "ValueError: bad"
+    try:  # not a compiler error: its own message, whatever it was raised while handling
+        try:
+            raise KeyError("handled")
+        except KeyError:
+            raise ValueError("bad")  # noqa: B904
+    except ValueError as error:
+        assert torch_compiled_step._error_text(error) == "ValueError: bad"
+    reported.__suppress_context__ = True  # `raise ... from None`: the context is not the cause
+    assert torch_compiled_step._error_text(reported).startswith("Unsupported: Attempt to trace")

@@ -144,9 +144,12 @@ def test_detect_pads_to_the_fixed_canvas_where_predict_compiles(monkeypatch):
         model, "predict", lambda data: eager_predict(data[0]), inductor=False
     )
     rng = np.random.default_rng(1)
-    photos = [rng.integers(0, 256, (*shape, 3), dtype="uint8") for shape in
-              [(60, 100), (66, 110), (100, 60)]]  # two landscape sizes, one upright
-    compiled = [detect(model, photo) for photo in photos]
+    # Two landscape photos whose smallest canvases differ ((64, 128) and (64, 192)), one upright.
+    shapes = [(60, 100), (60, 180), (100, 60)]
+    assert len({transform.canvas(transform.resized_size(*shape), smallest=True)
+                for shape in shapes}) == 3
+    photos = [rng.integers(0, 256, (*shape, 3), dtype="uint8") for shape in shapes]
+    compiled = [detect(model, photo) for photo in photos]  # the model is built by the first
     assert model.predict_function.compiles == 2 and model.predict_function.eager_reason is None
     model.jit_compile, model.predict_function = False, None  # Keras' eager predict
     assert model.compiled_step_mode("predict") is None

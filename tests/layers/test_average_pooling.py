@@ -102,3 +102,35 @@ def test_the_layer_saves_as_itself(tmp_path):
 def test_non_square_or_channels_first_pooling_is_refused(kwargs):
     with pytest.raises(ValueError, match="square windows and strides on channels-last maps"):
         AveragePooling2D(**kwargs)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_keeps_its_dtype_and_tensorflow_s_values(dtype):
+    x = np.random.default_rng(10).normal(size=(1, 8, 6, 3)).astype("float32")
+    got = average_pool(keras.ops.cast(x, dtype), 3, 2, "same")
+    assert keras.backend.standardize_dtype(got.dtype) == dtype
+    expected = reference(x.astype("float64"), 3, 2, "same")
+    values = keras.ops.convert_to_numpy(keras.ops.cast(got, "float32"))
+    np.testing.assert_allclose(values, expected, rtol=2e-2, atol=2e-2)  # 8 bits of mantissa
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"pool_size": 0, "strides": 1}, "`pool_size` must be a positive integer"),
+        ({"pool_size": 2, "strides": (1, 2)}, "`strides` must be a positive integer"),
+        ({"pool_size": 2, "strides": 1, "padding": "full"}, "`padding` must be one of"),
+    ],
+)
+def test_bad_arguments_are_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        average_pool(np.zeros((1, 4, 4, 1), "float32"), **kwargs)
+
+
+def test_padding_in_upper_case_is_same_padding():
+    x = np.random.default_rng(11).normal(size=(1, 4, 4, 2)).astype("float32")
+    layer = AveragePooling2D(3, strides=2, padding="SAME")
+    assert layer.padding == "same"
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer(x)), reference(x, 3, 2, "same"), rtol=1e-5, atol=1e-6
+    )

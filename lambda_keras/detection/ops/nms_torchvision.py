@@ -59,8 +59,8 @@ def _padded_nms(
 def _padded_nms_shapes(boxes, alive, max_output_size, iou_threshold):
     rows = alive.shape[0]
     return (
-        alive.new_empty((rows, max_output_size), dtype=torch.int32),
-        alive.new_empty((rows, max_output_size), dtype=torch.bool),
+        boxes.new_empty((rows, max_output_size), dtype=torch.int32),
+        boxes.new_empty((rows, max_output_size), dtype=torch.bool),
     )
 
 
