@@ -32,7 +32,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from arguments import positive_int  # noqa: E402
-from results import Table, add_output_argument, device_name, write  # noqa: E402
+from results import Table, add_output_argument, measured_on, write  # noqa: E402
 
 SYSTEMS = ("timm", "eager", "compiled")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -120,8 +120,7 @@ def run_child(system: str, name: str, args) -> dict:
 def make_table(args) -> Table:
     import importlib.metadata
 
-    device = device_name()
-    where = f"{os.cpu_count()} CPUs" if device == "cpu" else device
+    where = measured_on()
     return Table(
         "torch_steps",
         f"PyTorch steps (img/s): timm's model in eager PyTorch, the project's on Keras "

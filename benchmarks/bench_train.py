@@ -291,10 +291,9 @@ def planned_rows(args, backends: list[str]) -> list[tuple]:
 
 
 def make_table(args) -> Table:
-    from results import device_name
+    from results import measured_on
 
-    device = device_name()
-    where = f"{os.cpu_count()} CPUs" if device == "cpu" else device
+    where = measured_on()
     return Table(
         "train",
         f"Training and inference throughput (img/s), each backend as its rows say (timm: "

@@ -185,6 +185,13 @@ def device_name() -> str:
     return "tpu" if Path("/dev/accel0").exists() else "cpu"
 
 
+def measured_on() -> str:
+    """Where a table's figures come from, for its caption: the accelerators
+    (``device_name``), or ``"<n> CPUs"`` without one."""
+    device = device_name()
+    return f"{os.cpu_count()} CPUs" if device == "cpu" else device
+
+
 def _cpu() -> dict:
     model, flags = platform.processor() or platform.machine(), set()
     try:

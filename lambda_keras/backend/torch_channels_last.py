@@ -50,6 +50,7 @@ __all__ = [
     "conv",
     "install",
     "max_pool",
+    "same_padding",
     "uninstall",
 ]
 
@@ -72,18 +73,26 @@ def _keras(name: str):
     return _KERAS.get(name, getattr(nn, name))
 
 
+def same_padding(sizes, kernel_sizes, strides, dilations=None) -> list[tuple[int, int]] | None:
+    """Keras' ``"same"`` padding, ``(before, after)`` per axis (an odd total pads after more),
+    on every backend; None where a size is unknown."""
+    if None in sizes:
+        return None
+    dilations = dilations or (1,) * len(sizes)
+    padding = []
+    for size, kernel, stride, dilation in zip(sizes, kernel_sizes, strides, dilations, strict=True):
+        total = max((-(-size // stride) - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
+        padding.append((total // 2, total - total // 2))
+    return padding
+
+
 def _symmetric_padding(sizes, kernel_sizes, strides, dilations) -> tuple[int, int] | None:
     """PyTorch's per-side padding for Keras' ``"same"``, or None where Keras would pad one side
     more than the other (there Keras' own function pads)."""
-    padding = []
-    for size, kernel, stride, dilation in zip(sizes, kernel_sizes, strides, dilations, strict=True):
-        if size is None:
-            return None
-        total = max((-(-size // stride) - 1) * stride + (kernel - 1) * dilation + 1 - size, 0)
-        if total % 2:
-            return None
-        padding.append(total // 2)
-    return tuple(padding)
+    padding = same_padding(sizes, kernel_sizes, strides, dilations)
+    if padding is None or any(before != after for before, after in padding):
+        return None
+    return tuple(before for before, _ in padding)
 
 
 def conv(inputs, kernel, strides=1, padding="valid", data_format=None, dilation_rate=1):

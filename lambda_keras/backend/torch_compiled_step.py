@@ -23,8 +23,9 @@ inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind
 
 CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default: on PyTorch
 2.11 and an H100 the second training step failed in ``torch.compile`` ("Attempt to trace
-generator"); a step whose compiled graph fails after its first call runs eagerly from then on,
-after one warning.
+generator": Dynamo's report of an error the graph raised while it ran, which the warning now
+names); a step whose compiled graph fails after its first call runs eagerly from then on, after
+one warning.
 
 Where it differs from Keras' eager step:
 

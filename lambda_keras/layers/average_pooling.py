@@ -18,6 +18,7 @@ import numpy as np
 from keras import ops
 
 from lambda_keras import _validation as v
+from lambda_keras.backend.torch_channels_last import same_padding
 
 __all__ = ["AveragePooling2D", "average_pool"]
 
@@ -40,9 +41,10 @@ def average_pool(inputs, pool_size: int, strides: int, padding: str = "valid"):
     padding = v.one_of("padding", padding.lower() if isinstance(padding, str) else padding,
                        ("valid", "same"))
     sizes = tuple(inputs.shape[1:-1])
-    known = padding == "same" and None not in sizes
-    pads = _same_padding(sizes, pool_size, strides) if known else []
-    if keras.backend.backend() != "torch" or all(a == b for a, b in pads):
+    pads = None
+    if padding == "same":
+        pads = same_padding(sizes, (pool_size,) * len(sizes), (strides,) * len(sizes))
+    if keras.backend.backend() != "torch" or all(a == b for a, b in pads or []):
         return ops.average_pool(inputs, pool_size, strides, padding)
     # Zeros around the map, the mean of each whole window, rescaled to the cells inside it (in
     # float32: one rounding to a half-precision input's dtype, as a pooling kernel does).
@@ -54,15 +56,6 @@ def average_pool(inputs, pool_size: int, strides: int, padding: str = "valid"):
     )
     scale = (pool_size ** len(sizes) / inside)[None, ..., None]
     return ops.cast(means * ops.convert_to_tensor(scale, "float32"), inputs.dtype)
-
-
-def _same_padding(sizes, pool_size: int, strides: int) -> list[tuple[int, int]]:
-    """Keras' ``"same"`` padding per axis, ``(before, after)``: an odd total pads after more."""
-    padding = []
-    for size in sizes:
-        total = max((-(-size // strides) - 1) * strides + pool_size - size, 0)
-        padding.append((total // 2, total - total // 2))
-    return padding
 
 
 def _cells_inside(size: int, pool_size: int, strides: int, pads: tuple[int, int]) -> np.ndarray:

@@ -49,6 +49,17 @@ def _grads(function, *arrays, **options):
     return out, [t.grad.numpy() for t in tensors]
 
 
+def _ours_and_keras_own(compute):
+    """``compute()`` with our functions installed, then with Keras' own (what it gives without
+    ``import lambda_keras``); ours are put back either way."""
+    ours = compute()
+    try:
+        channels_last.uninstall()
+        return ours, compute()
+    finally:
+        channels_last.install()
+
+
 def _is_channels_last_order(tensor) -> bool:
     return tensor.is_contiguous()  # [b, h, w, c] contiguous: no copy waits for the next op
 
@@ -236,12 +247,7 @@ def test_a_users_batch_normalization_gives_what_it_gave_before_the_import(epsilo
         layer.set_weights(weights)  # a training call moves the statistics
         return [keras.ops.convert_to_numpy(layer(x, training=t)) for t in (False, True)]
 
-    ours = outputs()
-    try:
-        channels_last.uninstall()
-        keras_own = outputs()
-    finally:
-        channels_last.install()
+    ours, keras_own = _ours_and_keras_own(outputs)
     for got, expected in zip(ours, keras_own, strict=True):
         assert np.isfinite(got).all()
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -406,12 +412,7 @@ def test_a_users_model_computes_the_same_with_and_without_our_functions():
         losses = [model.train_on_batch(x, y) for _ in range(2)]
         return before, losses, model.get_weights()
 
-    ours = run()
-    try:
-        channels_last.uninstall()
-        keras_own = run()
-    finally:
-        channels_last.install()
+    ours, keras_own = _ours_and_keras_own(run)
     np.testing.assert_allclose(ours[0], keras_own[0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(ours[1], keras_own[1], rtol=1e-5)
     for got, expected in zip(ours[2], keras_own[2], strict=True):
