@@ -9,7 +9,9 @@ time against timm's (``x timm``: 1.00 or less is at most timm's time), the first
 inference calls alone (the compiled rows trace and compile there, with an empty Inductor cache
 of their own: a user's first run), and for the compiled rows the
 graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
-row: one graph per step, none broken, is the design). ``keras_resnet50`` is
+row: one graph per step, none broken, is the design). ``--profile=DIR`` then writes each row's
+kernels (``torch_profile.kernel_profile``: per step, the device kernels and their time, and the
+costliest operators) to ``DIR/profile_<model>_<system>.txt``. ``keras_resnet50`` is
 ``keras.applications.ResNet50`` as a [`ZooModel`][lambda_keras.zoo.applications.ZooModel] (any
 functional model takes the compiled steps that way). The results file is written after every
 row.
@@ -42,8 +44,12 @@ MODELS = ("lambda_resnet50ts", "keras_resnet50")
 POLICIES = ("float32", "bfloat16", "float16")
 
 
-def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, size: int) -> dict:
-    """One model on Keras' PyTorch backend, eager or compiled (``jit_compile``)."""
+def keras_row(
+    name: str, policy: str, compiled: bool, batch: int, steps: int, size: int,
+    profile: str | None = None,
+) -> dict:
+    """One model on Keras' PyTorch backend, eager or compiled (``jit_compile``); with
+    ``profile``, its steps' kernels (``torch_profile``) written there after the timing."""
     import keras
     import numpy as np
     import torch._dynamo.utils
@@ -70,6 +76,10 @@ def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, si
     counters.clear()
     first_train, train = timed(lambda: model.train_on_batch(x, y), steps)
     first_infer, infer = timed(lambda: model.predict_on_batch(x), steps)
+    if profile:
+        write_profile(
+            profile, lambda: model.train_on_batch(x, y), lambda: model.predict_on_batch(x)
+        )
     row = {"train": batch / train, "infer": batch / infer}
     row.update(first_train=first_train, first_infer=first_infer)
     if compiled:
@@ -85,24 +95,44 @@ def keras_row(name: str, policy: str, compiled: bool, batch: int, steps: int, si
     return row
 
 
-def timm_row(name: str, policy: str, batch: int, steps: int, size: int) -> dict:
-    from bench_train import timm_throughput
+def timm_row(
+    name: str, policy: str, batch: int, steps: int, size: int, profile: str | None = None
+) -> dict:
+    from bench_train import timed, timm_steps
 
-    train, infer, first = timm_throughput(name, policy, False, batch, steps, size)
-    return {"train": train, "infer": infer, "first_train": first, "first_infer": None}
+    train_step, inference_step = timm_steps(name, policy, batch, size)
+    first, train = timed(train_step, steps)
+    _, infer = timed(inference_step, steps)
+    if profile:
+        write_profile(profile, train_step, inference_step)
+    return {"train": batch / train, "infer": batch / infer, "first_train": first,
+            "first_infer": None}
+
+
+def write_profile(path: str, train_step, inference_step) -> None:
+    """The training and the inference step's kernels (``torch_profile``) in the file ``path``."""
+    from torch_profile import kernel_profile
+
+    with open(path, "w") as file:
+        for kind, step in (("training", train_step), ("inference", inference_step)):
+            file.write(f"## {kind} step\n{kernel_profile(step)}\n")
 
 
 def child(argument: str) -> None:
-    system, name, policy, batch, steps, size = json.loads(argument)
+    system, name, policy, batch, steps, size, profile = json.loads(argument)
     if system == "timm":
-        row = timm_row(name, policy, batch, steps, size)
+        row = timm_row(name, policy, batch, steps, size, profile)
     else:
-        row = keras_row(name, policy, system.startswith("compiled"), batch, steps, size)
+        compiled = system.startswith("compiled")
+        row = keras_row(name, policy, compiled, batch, steps, size, profile)
     print(json.dumps(row))
 
 
 def run_child(system: str, name: str, args) -> dict:
-    argument = json.dumps([system, name, args.policy, args.batch, args.steps, args.size])
+    profile = None
+    if args.profile:
+        profile = os.path.join(args.profile, f"profile_{name}_{system.replace(':', '_')}.txt")
+    argument = json.dumps([system, name, args.policy, args.batch, args.steps, args.size, profile])
     env = {**os.environ, "KERAS_BACKEND": "torch"}
     mode = system.partition(":")[2] or "1"
     env["LAMBDA_KERAS_TORCH_COMPILE"] = mode if system.startswith("compiled") else "0"
@@ -189,12 +219,19 @@ def main(argv=None):
         choices=[*SYSTEMS, *(f"compiled:{mode}" for mode in MODES)],
     )
     parser.add_argument("--max-seconds", type=positive_int, default=None)
+    parser.add_argument(
+        "--profile", metavar="DIR", default=None,
+        help="after each row's timing, write its steps' kernels (torch.profiler) to "
+        "DIR/profile_<model>_<system>.txt",
+    )
     add_output_argument(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         child(args.child)
         return
+    if args.profile:
+        os.makedirs(args.profile, exist_ok=True)
     table = make_table(args)
     table.print_header()
     measure(args, table)

@@ -104,13 +104,23 @@ def model_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, 
 
 def timm_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, size: int = 224):
     """The same for timm's model in the ``name`` rows, in eager PyTorch on the GPU where there
-    is one: convolutions channels_last, ``torch.autocast`` for mixed precision (a gradient
-    scaler for float16), ``cudnn.benchmark``, SGD with momentum."""
+    is one (``timm_steps``)."""
+    del xla  # eager
+    train_step, inference_step = timm_steps(name, policy, batch, size)
+    first, train = timed(train_step, steps)
+    _, infer = timed(inference_step, steps)
+    return batch / train, batch / infer, first
+
+
+def timm_steps(name: str, policy: str, batch: int, size: int = 224):
+    """timm's model of the ``name`` rows: its training and inference steps on one batch, each
+    returning when the device has finished it. Convolutions channels_last, ``torch.autocast``
+    for mixed precision (a gradient scaler for float16), ``cudnn.benchmark``, SGD with
+    momentum."""
     import timm
     import torch
     from timing import synchronized, torch_device
 
-    del xla  # eager
     device = torch_device()
     torch.backends.cudnn.benchmark = True
     torch.manual_seed(0)
@@ -125,6 +135,7 @@ def timm_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, s
     y = torch.zeros(batch, dtype=torch.long, device=device)
 
     def train_step():
+        model.train()
         with torch.autocast(device, dtype=mixed, enabled=mixed is not None):
             loss = torch.nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad(set_to_none=True)
@@ -133,14 +144,11 @@ def timm_throughput(name: str, policy: str, xla: bool, batch: int, steps: int, s
         scaler.update()
 
     def inference_step():
+        model.eval()
         with torch.inference_mode(), torch.autocast(device, mixed, enabled=mixed is not None):
             model(x)
 
-    model.train()
-    first, train = timed(synchronized(train_step), steps)
-    model.eval()
-    _, infer = timed(synchronized(inference_step), steps)
-    return batch / train, batch / infer, first
+    return synchronized(train_step), synchronized(inference_step)
 
 
 def row_in_child(backend: str, row: list):

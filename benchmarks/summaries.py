@@ -343,6 +343,9 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_64/torch_steps": torch_steps(1.0),
     "torch_steps_224/torch_steps": torch_steps(1.0),
     "torch_steps_h100/torch_steps": torch_steps(1.25),
+    "torch_steps_h100_cudagraphs/torch_steps": torch_steps(1.25),
+    "detection_h100/inference": against("torchvision", "time per photo"),
+    "detection_h100_eager/inference": against("torchvision", "time per photo"),
 }
 
 

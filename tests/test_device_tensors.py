@@ -40,7 +40,12 @@ def test_the_harness_refuses_what_a_gpu_refuses_and_allows_the_rest():
         np.testing.assert_array_equal(keras.ops.convert_to_numpy(variable), np.ones(3))
         assert float(keras.ops.sum(tensor)) == 15 and tensor.tolist()[-1] == 5
         assert keras.ops.convert_to_numpy(tensor + np.float32(1))[0] == 1  # a NumPy scalar
-    assert np.asarray(tensor).sum() == 15  # given back
+    if not _on_a_gpu(tensor):  # where PyTorch's own refusal stays
+        assert np.asarray(tensor).sum() == 15  # given back
+
+
+def _on_a_gpu(tensor) -> bool:
+    return keras.backend.backend() == "torch" and tensor.device.type != "cpu"
 
 
 def test_detect_converts_nothing_implicitly():

@@ -21,11 +21,14 @@ shapes and dtypes). On one H100 the port of timm's LambdaResNet-50 trained 3.5 t
 inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind of machine:
 ``benchmarks/bench_torch_steps.py``, the benchmarks page).
 
-CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default: on PyTorch
-2.11 and an H100 the second training step failed in ``torch.compile`` ("Attempt to trace
-generator": Dynamo's report of an error the graph raised while it ran, which the warning now
-names); a step whose compiled graph fails after its first call runs eagerly from then on, after
-one warning.
+CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default. On PyTorch
+2.11 and an H100 the prediction step of the port of timm's LambdaResNet-50 replayed as CUDA
+graphs at 1.8 times the images/s of timm's eager model; its training step compiled and ran once,
+then failed at its second call, where the graphs record (Dynamo's "Attempt to trace generator",
+raised without the error behind it). A step that fails with CUDA graphs is compiled again in the
+same mode without them (``reduce-overhead``: ``default``; ``max-autotune``:
+``max-autotune-no-cudagraphs``), after one warning; a step whose graph fails without CUDA graphs
+runs eagerly from then on, after one warning.
 
 Where it differs from Keras' eager step:
 
@@ -76,7 +79,8 @@ steps; or one of [`MODES`][lambda_keras.backend.torch_compiled_step.MODES]."""
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """``torch.compile``'s modes, by name, for ``LAMBDA_KERAS_TORCH_COMPILE``."""
 
-CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
+CUDA_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+"""The modes that replay CUDA graphs, each with the same mode without them (a step's fallback)."""
 _ON, _OFF = ("1", "on", "true"), ("0", "off", "false")
 KINDS = ("train", "test", "predict")
 MAX_GRAPHS = 8
@@ -178,6 +182,8 @@ class CompiledStep:
         except Exception as error:
             if not _is_compiler_error(error):
                 raise
+            if self._uses_cuda_graphs(batch):
+                return self._without_cuda_graphs(error, key, state, batch, data)
             return self._eager_from_now_on(error, data)
 
     def _run(self, graph, state, batch):
@@ -188,17 +194,19 @@ class CompiledStep:
         # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
         return keras.tree.map_structure(clone, outputs)
 
-    def _compile_and_run(self, key, state, batch, data):
+    def _compile_and_run(self, key, state, batch, data, again: bool = False):
         started = time.perf_counter()
         try:
             graph = self._compile(state, batch)
             outputs = self._run(graph, state, batch)
         except Exception as error:  # noqa: BLE001 - the eager step says whether it was the data
+            if _is_compiler_error(error) and self._uses_cuda_graphs(batch):
+                return self._without_cuda_graphs(error, key, state, batch, data)
             return self._eager_from_now_on(error, data)
         self._graphs[key] = graph
         self.compiles += 1
         self.compile_seconds.append(time.perf_counter() - started)
-        if self.compiles > 1:
+        if self.compiles > 1 and not again:
             warnings.warn(
                 f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new "
                 f"input signature ({_describe(key)}); {self.compiles} graphs so far, at most "
@@ -208,6 +216,23 @@ class CompiledStep:
                 stacklevel=3,
             )
         return outputs
+
+    def _uses_cuda_graphs(self, batch) -> bool:
+        return self.mode in CUDA_GRAPH_MODES and _on_cuda(_tensor_leaves(batch))
+
+    def _without_cuda_graphs(self, error: Exception, key, state, batch, data):
+        """After a compiler error in a mode with CUDA graphs: this batch and the next ones run
+        as graphs compiled again in the same mode without CUDA graphs, after one warning (then
+        eagerly, if those fail too)."""
+        fallback = CUDA_GRAPH_MODES[self.mode]
+        warnings.warn(
+            f"lambda_keras: {self.model.name}'s {self.kind} step failed with CUDA graphs "
+            f"(mode {self.mode!r}: {_error_text(error)[:500]}); it is compiled again without "
+            f"them (mode {fallback!r}) and runs so from now on.",
+            stacklevel=4,
+        )
+        self.mode, self._graphs = fallback, {}
+        return self._compile_and_run(key, state, batch, data, again=True)
 
     def _eager_from_now_on(self, error: Exception, data: list):
         """Keras' eager step for this batch (it raises where the batch itself is wrong), and

@@ -108,14 +108,16 @@ FAST_XLA_COMPILE = "--xla_backend_optimization_level=0 --xla_llvm_disable_expens
 
 
 def child_env(backend: str | None = None, **extra: str) -> dict[str, str]:
-    """The environment of a child process of the tests: this checkout on ``PYTHONPATH``,
+    """The environment of a child process of the tests: this checkout first on ``PYTHONPATH``
+    (before what it held: packages installed with ``--target``, as on a GPU machine),
     TensorFlow quiet, Keras on ``backend`` (None: the child's default)."""
     import os
     from pathlib import Path
 
+    paths = [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")]
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+        "PYTHONPATH": os.pathsep.join(path for path in paths if path),
         "TF_CPP_MIN_LOG_LEVEL": "2",
         **extra,
     }

@@ -25,6 +25,14 @@ def test_mask_rcnn_is_a_model_with_compiled_steps():
         model.compiled_step_mode("fit")
 
 
+def on_a_gpu(factor: float) -> float:
+    """``factor`` on a GPU, where cuDNN's convolutions round differently from call to call
+    (seen on an H100: 1.4e-5 relative in a loss, 3e-4 in a mask's probability), else 1."""
+    import torch
+
+    return factor if torch.cuda.is_available() else 1.0
+
+
 @pytest.fixture
 def same_draws(monkeypatch):
     """Keras' eager steps drawing from PyTorch's default generator, as the traced step does (a
@@ -82,7 +90,7 @@ def test_the_traced_steps_compute_what_keras_eager_steps_compute(same_draws):
     within float32 rounding (sums over more, zero, terms)."""
     x, y = synthetic_batch()
     eager, traced = trained(False, x, y), trained(True, x, y)
-    assert_same_training(eager, traced, rtol=1e-5, atol=1e-6)
+    assert_same_training(eager, traced, rtol=1e-5 * on_a_gpu(10), atol=1e-6)
     model = traced[0]
     for kind in ("train", "test", "predict"):
         step = getattr(model, f"{kind}_function")
@@ -126,7 +134,7 @@ def test_nms_is_one_operator_of_static_shape_in_a_trace():
     assert calls.count(torch.ops.lambda_keras.padded_nms.default) == 1
     for traced, expected in zip(graph(boxes, scores), keep(boxes, scores), strict=True):
         assert tuple(traced.shape) == (2, 30)
-        np.testing.assert_array_equal(traced.numpy(), expected.numpy())
+        np.testing.assert_array_equal(traced.cpu().numpy(), expected.cpu().numpy())
     assert 0 < int(graph(boxes, scores)[1].sum()) < 60  # some kept, some suppressed
 
 
@@ -187,4 +195,5 @@ def test_inductor_compiles_each_step_once_without_graph_breaks(same_draws, monke
     reference = model.predict_on_batch(x)
     np.testing.assert_array_equal(out["valid"], reference["valid"])
     for key in ("boxes", "scores", "masks"):
-        np.testing.assert_allclose(out[key], reference[key], rtol=1e-4, atol=1e-4, err_msg=key)
+        tolerance = 1e-4 * on_a_gpu(10)
+        np.testing.assert_allclose(out[key], reference[key], tolerance, tolerance, err_msg=key)
