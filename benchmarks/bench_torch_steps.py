@@ -11,7 +11,8 @@ of their own: a user's first run), and for the compiled rows the
 graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
 row: one graph per step, none broken, is the design). ``--profile=DIR`` then writes each row's
 kernels (``torch_profile.kernel_profile``: per step, the device kernels and their time, and the
-costliest operators) to ``DIR/profile_<model>_<system>.txt``. ``keras_resnet50`` is
+costliest operators) to ``DIR/profile_<model>_<system>.txt``, and their counts and times to the
+results file's table ``kernels``. ``keras_resnet50`` is
 ``keras.applications.ResNet50`` as a [`ZooModel`][lambda_keras.zoo.applications.ZooModel] (any
 functional model takes the compiled steps that way). The results file is written after every
 row.
@@ -76,11 +77,11 @@ def keras_row(
     counters.clear()
     first_train, train = timed(lambda: model.train_on_batch(x, y), steps)
     first_infer, infer = timed(lambda: model.predict_on_batch(x), steps)
+    row = {"train": batch / train, "infer": batch / infer}
     if profile:
-        write_profile(
+        row["kernels"] = write_profile(
             profile, lambda: model.train_on_batch(x, y), lambda: model.predict_on_batch(x)
         )
-    row = {"train": batch / train, "infer": batch / infer}
     row.update(first_train=first_train, first_infer=first_infer)
     if compiled:
         row["graphs"] = counters["stats"]["unique_graphs"]
@@ -89,6 +90,11 @@ def keras_row(
             f"{step.kind}: {step.eager_reason}"
             for step in (model.train_function, model.predict_function)
             if getattr(step, "eager_reason", None)
+        ]
+        row["without_cuda_graphs"] = [
+            f"{step.kind}: {step.cuda_graphs_reason}"
+            for step in (model.train_function, model.predict_function)
+            if getattr(step, "cuda_graphs_reason", None)
         ]
         row["cudagraph_skips"] = sum(counters["inductor"].get(k, 0) for k in counters["inductor"]
                                      if "cudagraph_skip" in k)
@@ -103,19 +109,43 @@ def timm_row(
     train_step, inference_step = timm_steps(name, policy, batch, size)
     first, train = timed(train_step, steps)
     _, infer = timed(inference_step, steps)
+    row = {"train": batch / train, "infer": batch / infer, "first_train": first,
+           "first_infer": None}
     if profile:
-        write_profile(profile, train_step, inference_step)
-    return {"train": batch / train, "infer": batch / infer, "first_train": first,
-            "first_infer": None}
+        row["kernels"] = write_profile(profile, train_step, inference_step)
+    return row
 
 
-def write_profile(path: str, train_step, inference_step) -> None:
-    """The training and the inference step's kernels (``torch_profile``) in the file ``path``."""
+def write_profile(path: str, train_step, inference_step) -> dict[str, list[float]]:
+    """The training and the inference step's kernels (``torch_profile``) in the file ``path``;
+    returns each step's ``[wall ms under the profiler, kernels, kernel ms]``."""
     from torch_profile import kernel_profile
 
+    numbers = {}
     with open(path, "w") as file:
         for kind, step in (("training", train_step), ("inference", inference_step)):
-            file.write(f"## {kind} step\n{kernel_profile(step)}\n")
+            profile = kernel_profile(step)
+            file.write(f"## {kind} step\n{profile.text()}\n")
+            numbers[kind] = [profile.wall_ms, profile.kernels, profile.kernel_ms]
+    return numbers
+
+
+def tables(table: Table, kernels: Table) -> list[Table]:
+    """The steps' table, and the kernels' where ``--profile`` filled it."""
+    return [table, kernels] if kernels.rows else [table]
+
+
+def kernels_table() -> Table:
+    return Table(
+        "kernels",
+        "PyTorch steps under torch.profiler (--profile): per step, the wall time under the "
+        "profiler (which adds its own cost to every operator), the device kernels and their "
+        "summed time (memory copies and fills apart; no kernels without a GPU), mean of 3 steps",
+        ["model", "steps", "step", "wall ms (profiled)", "kernels", "kernel ms"],
+        digits=[0, 0, 0, 1, 0, 1],
+        labels=3,
+        plot="none",
+    )
 
 
 def child(argument: str) -> None:
@@ -175,7 +205,7 @@ def make_table(args) -> Table:
     )
 
 
-def measure(args, table: Table) -> None:
+def measure(args, table: Table, kernels: Table) -> None:
     start = time.perf_counter()
     for name in args.models:
         reference = None
@@ -200,9 +230,14 @@ def measure(args, table: Table) -> None:
             )
             for reason in row.get("eager", []):
                 table.note(f"{name} {system}: ran eagerly, {reason}")
+            for reason in row.get("without_cuda_graphs", []):
+                table.note(f"{name} {system}: compiled again without CUDA graphs, {reason}")
             if row.get("cudagraph_skips"):
                 table.note(f"{name} {system}: CUDA graphs skipped {row['cudagraph_skips']} times")
-            write(args.output, "bench_torch_steps", [table], batch=args.batch, size=args.size)
+            for kind, numbers in row.get("kernels", {}).items():
+                kernels.add(name, system, kind, *numbers)
+            write(args.output, "bench_torch_steps", tables(table, kernels), batch=args.batch,
+                  size=args.size)
 
 
 def main(argv=None):
@@ -222,7 +257,7 @@ def main(argv=None):
     parser.add_argument(
         "--profile", metavar="DIR", default=None,
         help="after each row's timing, write its steps' kernels (torch.profiler) to "
-        "DIR/profile_<model>_<system>.txt",
+        "DIR/profile_<model>_<system>.txt and their counts to a table 'kernels'",
     )
     add_output_argument(parser)
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -232,10 +267,11 @@ def main(argv=None):
         return
     if args.profile:
         os.makedirs(args.profile, exist_ok=True)
-    table = make_table(args)
+    table, kernels = make_table(args), kernels_table()
     table.print_header()
-    measure(args, table)
-    write(args.output, "bench_torch_steps", [table], batch=args.batch, size=args.size)
+    measure(args, table, kernels)
+    write(args.output, "bench_torch_steps", tables(table, kernels), batch=args.batch,
+          size=args.size)
 
 
 if __name__ == "__main__":

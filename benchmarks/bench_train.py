@@ -135,7 +135,8 @@ def timm_steps(name: str, policy: str, batch: int, size: int = 224):
     y = torch.zeros(batch, dtype=torch.long, device=device)
 
     def train_step():
-        model.train()
+        if not model.training:  # a flag; the timed steps of one kind find it set
+            model.train()
         with torch.autocast(device, dtype=mixed, enabled=mixed is not None):
             loss = torch.nn.functional.cross_entropy(model(x), y)
         optimizer.zero_grad(set_to_none=True)
@@ -144,7 +145,8 @@ def timm_steps(name: str, policy: str, batch: int, size: int = 224):
         scaler.update()
 
     def inference_step():
-        model.eval()
+        if model.training:
+            model.eval()
         with torch.inference_mode(), torch.autocast(device, mixed, enabled=mixed is not None):
             model(x)
 

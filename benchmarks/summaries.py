@@ -316,6 +316,34 @@ def torch_steps(target: float):
     return sentence
 
 
+def layer_ops(table: Table) -> str:
+    """Each implementation's operators as a multiple of timm's layer's."""
+    forward, both = _column(table, "forward ops"), _column(table, "forward+backward ops")
+    timm = next((row for row in table.rows if row[0].startswith("timm")), None)
+    if timm is None:
+        return "timm's layer was not measured."
+    parts = [
+        f"{row[0]} {row[forward] / timm[forward]:.1f}x forward, "
+        f"{row[both] / timm[both]:.1f}x with the backward pass"
+        for row in table.rows
+        if row is not timm
+    ]
+    return "Operators against timm's LambdaLayer: " + "; ".join(parts) + "."
+
+
+def kernel_share(table: Table) -> str:
+    """Each profiled step's kernel time as a share of its wall time under the profiler."""
+    wall, kernels, kernel = (
+        _column(table, c) for c in ("wall ms (profiled)", "kernels", "kernel ms")
+    )
+    parts = [
+        f"{row[0]} {row[1]} {row[2]} {row[kernel] / row[wall]:.0%} ({row[kernels]:.0f} kernels)"
+        for row in table.rows
+        if is_number(row[wall]) and row[wall] > 0 and is_number(row[kernel])
+    ]
+    return "Kernel time as a share of the profiled step: " + "; ".join(parts) + "."
+
+
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
     "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),
@@ -344,6 +372,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_224/torch_steps": torch_steps(1.0),
     "torch_steps_h100/torch_steps": torch_steps(1.25),
     "torch_steps_h100_cudagraphs/torch_steps": torch_steps(1.25),
+    "torch_steps_h100_cudagraphs/kernels": kernel_share,
+    "layer_ops/ops": layer_ops,
     "detection_h100/inference": against("torchvision", "time per photo"),
     "detection_h100_eager/inference": against("torchvision", "time per photo"),
 }

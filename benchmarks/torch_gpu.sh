@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # The PyTorch checks on one lent GPU in one call (#59), from the repository root:
 #   OUT=<dir> bash benchmarks/torch_gpu.sh [seconds, default 520]
+# One after another (nothing else computes while a part is timed), each bounded by what is left
+# of the budget:
 # 1. bench_torch_steps.py: timm's lambda_resnet50ts in eager PyTorch, then the project's
 #    LambdaResNet50TS with its steps compiled as CUDA graphs (reduce-overhead), then with
 #    torch.compile's default mode if the first rows left time; batch 64, 256 px, bfloat16; each
 #    row's kernels (torch.profiler) in $OUT/profile_*.txt.
-# 2. Beside it, once timm's row is timed (it compiles while the other times, so it starts late
-#    and its GPU work is a few small batches): the tests of the compiled steps, of Mask R-CNN
-#    compiled and of tensors that must not reach NumPy, on the GPU ($OUT/gpu_tests.log).
-# 3. After both: bench_detection.py's inference table, the converted maskrcnn_resnet50_fpn on
-#    Keras' PyTorch backend (detect compiled, the default on a GPU) against torchvision's own
-#    model, then Keras' eager steps (LAMBDA_KERAS_TORCH_COMPILE=0) if time is left.
+# 2. bench_detection.py's inference table: the converted maskrcnn_resnet50_fpn on Keras' PyTorch
+#    backend (detect compiled, the default on a GPU) against torchvision's own model.
+# 3. The tests of the compiled steps, of Mask R-CNN compiled and of tensors that must not reach
+#    NumPy, on the GPU ($OUT/gpu_tests.log).
+# 4. The same detection table with Keras' eager steps (LAMBDA_KERAS_TORCH_COMPILE=0).
 # The device machine has no TensorFlow; Keras, namex and optree travel as wheels in .whl (see
 # ../.library/device/README.md). TINY=1: tiny sizes on a CPU with the Python on PATH and its
-# packages (a dry run of this script).
+# packages (a dry run of this script). Exits 1 if a part failed or was left out.
 set -uo pipefail
 out=${OUT:?set OUT to the folder for the results}
 budget=${1:-520}
@@ -43,34 +44,32 @@ else
   tests_marker="not end_to_end"  # the slow Inductor tests too
 fi
 
-steps_json=$out/torch_steps.json
-timeout $(($(left) - 150)) python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
-  --systems timm compiled:reduce-overhead compiled:default --max-seconds=150 \
-  --profile="$out" --output="$steps_json" >>"$log" 2>&1 &
-steps_pid=$!
+failed=0
+part() {  # $1: seconds to keep for the parts after it; $2: the log; the rest: the command
+  local keep=$1 log=$2; shift 2
+  local seconds=$(($(left) - keep))
+  if [ "$seconds" -lt 60 ]; then
+    echo "left out (${seconds} s left for it): $*" >>"$out/log.txt"; failed=1; return
+  fi
+  timeout "$seconds" "$@" >>"$log" 2>&1
+  local status=$?
+  echo "exit $status after $((SECONDS - start)) s: $*" >>"$out/log.txt"
+  [ "$status" -eq 0 ] || failed=1
+}
 
-(
-  while [ ! -s "$steps_json" ] && kill -0 $steps_pid 2>/dev/null; do sleep 2; done
-  timeout 300 python3 -c "
+part 200 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
+  --systems timm compiled:reduce-overhead compiled:default --max-seconds=150 \
+  --profile="$out" --output="$out/torch_steps.json"
+part 120 "$log" env LAMBDA_KERAS_TORCH_COMPILE=auto python3 benchmarks/bench_detection.py \
+  --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection.json"
+part 60 "$out/gpu_tests.log" python3 -c "
 import sys
 sys.modules['tensorflow'] = None  # not on the device machine; nothing here may need it
 import pytest
 sys.exit(pytest.main(['-m', '$tests_marker', '-n', '3', '-p', 'no:cacheprovider', '-q',
     '-p', 'no:logging', 'tests/test_device_tensors.py', 'tests/detection/test_detect.py',
     'tests/detection/test_mask_rcnn_compiled.py', 'tests/backend/test_torch_compiled_step.py']))
-" >"$out/gpu_tests.log" 2>&1
-  echo "tests exit $?" >>"$out/gpu_tests.log"
-) &
-tests_pid=$!
-wait $steps_pid; echo "bench_torch_steps exit $? at $((SECONDS - start)) s" >>"$log"
-wait $tests_pid
-
-detection() {  # $1: the results file; the rest: the environment
-  local file=$1; shift
-  [ "$(left)" -gt 60 ] || { echo "no time left for $file" >>"$log"; return; }
-  env "$@" timeout $(($(left) - 10)) python3 benchmarks/bench_detection.py --backends=torch \
-    --tables=inference "${detection_args[@]}" --output="$file" >>"$log" 2>&1
-  echo "bench_detection ($*) exit $? at $((SECONDS - start)) s" >>"$log"
-}
-detection "$out/detection.json" LAMBDA_KERAS_TORCH_COMPILE=auto
-detection "$out/detection_eager.json" LAMBDA_KERAS_TORCH_COMPILE=0
+"
+part 0 "$log" env LAMBDA_KERAS_TORCH_COMPILE=0 python3 benchmarks/bench_detection.py \
+  --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection_eager.json"
+exit $failed

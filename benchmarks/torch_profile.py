@@ -9,18 +9,45 @@ as kernels of the graph).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
-__all__ = ["kernel_profile"]
+__all__ = ["KernelProfile", "kernel_profile"]
 
 
-def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -> str:
-    """Profile ``steps`` calls of ``step`` (already warmed up) and describe them.
+@dataclasses.dataclass(frozen=True)
+class KernelProfile:
+    """One step's profile, per step: ``wall_ms`` under the profiler (which adds its own cost to
+    every operator: time the step without it), the device ``kernels`` and their summed
+    ``kernel_ms``, the memory ``copies`` and fills (counted apart), all 0 without a GPU;
+    ``table``: ``torch.profiler``'s table of the costliest operators."""
 
-    Returns text: one line with the wall time, device kernels and device time per step (kernels
-    only on a GPU; on a CPU the operators' time is the host's), then ``torch.profiler``'s table
-    of the ``rows`` operators with the most time of their own (device time on a GPU).
+    steps: int
+    wall_ms: float
+    kernels: float
+    kernel_ms: float
+    copies: float
+    gpu: bool
+    table: str
+
+    def text(self) -> str:
+        summary = (
+            f"per step: {self.wall_ms:.2f} ms wall under the profiler, {self.kernels:.0f} device "
+            f"kernels taking {self.kernel_ms:.2f} ms (summed), {self.copies:.0f} copies or fills "
+            f"({self.steps} steps profiled)"
+        )
+        if not self.gpu:
+            summary += ": no GPU, the operators ran on the host"
+        return f"{summary}\n{self.table}"
+
+
+def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -> KernelProfile:
+    """Profile ``steps`` calls of ``step`` (already warmed up).
+
+    The table lists the ``rows`` operators with the most time of their own (device time on a
+    GPU, host time on a CPU). Whether there is a GPU is PyTorch's ``torch.cuda.is_available()``;
+    a step computing on the host there shows no kernels.
     """
     if steps < 1 or rows < 1:
         raise ValueError(f"`steps` and `rows` must be positive, got steps={steps}, rows={rows}")
@@ -36,13 +63,16 @@ def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -
         if cuda:
             torch.cuda.synchronize()
         wall = (time.perf_counter() - start) / steps
-    kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-    device_ms = sum(e.time_range.elapsed_us() for e in kernels) / 1000 / steps
-    summary = (
-        f"per step: {wall * 1000:.2f} ms wall, {len(kernels) / steps:.0f} device kernels, "
-        f"{device_ms:.2f} ms of kernel time (summed; {steps} steps profiled)"
-    )
-    if not cuda:
-        summary += ": no GPU, the operators ran on the host"
+    device = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+    copies = [e for e in device if e.name.startswith(("Memcpy", "Memset"))]
+    kernels = [e for e in device if e not in copies]
     sort = "self_device_time_total" if cuda else "self_cpu_time_total"
-    return f"{summary}\n{prof.key_averages().table(sort_by=sort, row_limit=rows)}"
+    return KernelProfile(
+        steps=steps,
+        wall_ms=wall * 1000,
+        kernels=len(kernels) / steps,
+        kernel_ms=sum(e.time_range.elapsed_us() for e in kernels) / 1000 / steps,
+        copies=len(copies) / steps,
+        gpu=cuda,
+        table=prof.key_averages().table(sort_by=sort, row_limit=rows),
+    )

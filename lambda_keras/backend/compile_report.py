@@ -1,7 +1,8 @@
 """What compiling the steps cost, printed during ``fit``: on PyTorch, where a model's steps
 compile ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]), the first
 step of each input signature traces and compiles its graph (minutes for a Mask R-CNN on a GPU)
-before it runs; a run that falls back to Keras' eager step says why. Elsewhere it prints
+before it runs; a run that falls back to Keras' eager step, or to a graph without the CUDA
+graphs its mode asked for, says why. Elsewhere it prints
 nothing (XLA's compile is part of Keras' first step there). ``predict_on_batch`` and the other
 ``*_on_batch`` calls run no callbacks: their steps' ``compile_seconds`` say the same."""
 
@@ -16,7 +17,8 @@ __all__ = ["CompileReport"]
 
 class CompileReport(keras.callbacks.Callback):
     """Prints one line for each graph a compiled step compiled, with its seconds (tracing, the
-    compile and the first run), and one line when a step runs eagerly instead, with the reason.
+    compile and the first run), and one line when a step runs eagerly instead, or without the
+    CUDA graphs of its mode (``reduce-overhead``), with the reason.
 
     Args:
         print_fn: Where the lines go.
@@ -32,6 +34,7 @@ class CompileReport(keras.callbacks.Callback):
         self.print_fn = print_fn
         self._reported: dict[int, int] = {}  # id of a step function -> compiles reported
         self._eager: set[int] = set()  # ids of step functions reported eager
+        self._without_cuda_graphs: set[int] = set()  # ... reported without their CUDA graphs
 
     def on_train_batch_end(self, batch, logs=None):
         self._report("train")
@@ -48,6 +51,10 @@ class CompileReport(keras.callbacks.Callback):
         if seconds is None:  # Keras' own step function
             return
         name, key = self.model.name, id(step)  # a new step function (compile()) starts anew
+        reason = getattr(step, "cuda_graphs_reason", None)
+        if reason is not None and key not in self._without_cuda_graphs:
+            self._without_cuda_graphs.add(key)
+            self.print_fn(f"{name}: the {kind} step runs without CUDA graphs: {reason[:300]}")
         for index in range(self._reported.get(key, 0), len(seconds)):
             self.print_fn(
                 f"{name}: compiled the {kind} step (graph {index + 1}, torch.compile mode "

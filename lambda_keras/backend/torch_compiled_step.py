@@ -133,9 +133,13 @@ class CompiledStep:
     what the trace computes, without Inductor's compile time).
 
     Attributes:
-        compiles: Graphs traced and compiled so far, one per input signature.
-        compile_seconds: Seconds each took, tracing and the first call included, in order.
+        compiles: Graphs traced and compiled so far, one per input signature (and one more
+            for each signature compiled again without CUDA graphs).
+        compile_seconds: Seconds each took, tracing and the first call included, in order (a
+            graph compiled again without CUDA graphs: the failed attempt's time included).
         eager_reason: Why the step runs eagerly, or None while it is compiled.
+        cuda_graphs_reason: Why the step runs without the CUDA graphs its mode asked for, or
+            None.
     """
 
     def __init__(
@@ -155,7 +159,9 @@ class CompiledStep:
         self.compiles = 0
         self.compile_seconds: list[float] = []
         self.eager_reason: str | None = None
+        self.cuda_graphs_reason: str | None = None
         self._graphs: dict = {}
+        self._signatures_before_fallback: set = set()
 
     def __call__(self, data: list):
         if self.eager_reason is not None:
@@ -172,19 +178,20 @@ class CompiledStep:
         key = (_layout(state), *_signature(batch))
         graph = self._graphs.get(key)
         if graph is None:
-            if self.compiles >= MAX_GRAPHS:
-                return self._eager_from_now_on(
-                    RuntimeError(f"{MAX_GRAPHS} input signatures compiled, a new one came"), data
-                )
+            if len(self._graphs) >= MAX_GRAPHS:
+                reason = f"RuntimeError: {MAX_GRAPHS} input signatures compiled, a new one came"
+                return self._eager_from_now_on(reason, data)
             return self._compile_and_run(key, state, batch, data)
         try:
             return self._run(graph, state, batch)
         except Exception as error:
-            if not _is_compiler_error(error):
+            if not self._graph_failed(error, state, batch):
                 raise
-            if self._uses_cuda_graphs(batch):
-                return self._without_cuda_graphs(error, key, state, batch, data)
-            return self._eager_from_now_on(error, data)
+            reason = _error_text(error)
+        # Outside the handler, so that the failed graph (its traceback, its CUDA graphs'
+        # memory) can go before another compile.
+        del graph
+        return self._after_failure(reason, key, state, batch, data, time.perf_counter())
 
     def _run(self, graph, state, batch):
         import torch
@@ -194,54 +201,75 @@ class CompiledStep:
         # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
         return keras.tree.map_structure(clone, outputs)
 
-    def _compile_and_run(self, key, state, batch, data, again: bool = False):
-        started = time.perf_counter()
+    def _compile_and_run(self, key, state, batch, data, started: float | None = None):
+        """Compile the graph of a new input signature and run it; ``started``: when the failed
+        attempt in a mode with CUDA graphs began (its time counts)."""
+        first_try = started is None
+        started = time.perf_counter() if first_try else started
         try:
             graph = self._compile(state, batch)
             outputs = self._run(graph, state, batch)
         except Exception as error:  # noqa: BLE001 - the eager step says whether it was the data
-            if _is_compiler_error(error) and self._uses_cuda_graphs(batch):
-                return self._without_cuda_graphs(error, key, state, batch, data)
-            return self._eager_from_now_on(error, data)
-        self._graphs[key] = graph
-        self.compiles += 1
-        self.compile_seconds.append(time.perf_counter() - started)
-        if self.compiles > 1 and not again:
-            warnings.warn(
-                f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new "
-                f"input signature ({_describe(key)}); {self.compiles} graphs so far, at most "
-                f"{MAX_GRAPHS} (then eager). Batches of one size compile once: a partial last "
-                "batch is a new one (a batch size that divides the data, or drop_remainder=True "
-                "for a dataset, avoids it).",
-                stacklevel=3,
-            )
-        return outputs
+            reason = _error_text(error)
+            # A compiler error only: an error of the trace is the batch's (Keras' eager step
+            # raises it), and CUDA graphs record from the second call on.
+            if not (first_try and _is_compiler_error(error)):
+                return self._eager_from_now_on(reason, data)
+        else:
+            self._graphs[key] = graph
+            self.compiles += 1
+            self.compile_seconds.append(time.perf_counter() - started)
+            if len(self._graphs) > 1 and key not in self._signatures_before_fallback:
+                warnings.warn(
+                    f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a "
+                    f"new input signature ({_describe(key)}); {len(self._graphs)} graphs so "
+                    f"far, at most {MAX_GRAPHS} (then eager). Batches of one size compile once: "
+                    "a partial last batch is a new one (a batch size that divides the data, or "
+                    "drop_remainder=True for a dataset, avoids it).",
+                    stacklevel=3,
+                )
+            return outputs
+        return self._after_failure(reason, key, state, batch, data, started)
 
-    def _uses_cuda_graphs(self, batch) -> bool:
-        return self.mode in CUDA_GRAPH_MODES and _on_cuda(_tensor_leaves(batch))
+    def _graph_failed(self, error: Exception, state, batch) -> bool:
+        """Whether ``error``, raised by a graph that ran before on a batch of this signature, is
+        the graph's: an error of ``torch.compile`` itself, or any runtime error where CUDA
+        graphs record or replay (a failed capture is a plain ``RuntimeError``)."""
+        if _is_compiler_error(error):
+            return True
+        return self._uses_cuda_graphs(state, batch) and isinstance(error, RuntimeError)
 
-    def _without_cuda_graphs(self, error: Exception, key, state, batch, data):
-        """After a compiler error in a mode with CUDA graphs: this batch and the next ones run
-        as graphs compiled again in the same mode without CUDA graphs, after one warning (then
-        eagerly, if those fail too)."""
+    def _uses_cuda_graphs(self, state, batch) -> bool:
+        return self.mode in CUDA_GRAPH_MODES and _on_cuda(
+            _tensors(state) + _tensor_leaves(batch)
+        )
+
+    def _after_failure(self, reason: str, key, state, batch, data, started: float):
+        """After a compiled graph failed: in a mode with CUDA graphs, this batch and the next
+        ones run as graphs compiled again in the same mode without CUDA graphs, after one
+        warning; otherwise (or if those fail too) Keras' eager step."""
+        if not self._uses_cuda_graphs(state, batch):
+            return self._eager_from_now_on(reason, data)
         fallback = CUDA_GRAPH_MODES[self.mode]
+        self.cuda_graphs_reason = f"mode {self.mode!r}: {reason}"
         warnings.warn(
-            f"lambda_keras: {self.model.name}'s {self.kind} step failed with CUDA graphs "
-            f"(mode {self.mode!r}: {_error_text(error)[:500]}); it is compiled again without "
-            f"them (mode {fallback!r}) and runs so from now on.",
+            f"lambda_keras: {self.model.name}'s {self.kind} step failed in mode {self.mode!r} "
+            f"(with CUDA graphs): {reason[:500]}. It is compiled again in mode {fallback!r} "
+            "(the same without CUDA graphs) and runs so from now on.",
             stacklevel=4,
         )
+        self._signatures_before_fallback = set(self._graphs) | {key}
         self.mode, self._graphs = fallback, {}
-        return self._compile_and_run(key, state, batch, data, again=True)
+        return self._compile_and_run(key, state, batch, data, started)
 
-    def _eager_from_now_on(self, error: Exception, data: list):
+    def _eager_from_now_on(self, reason: str, data: list):
         """Keras' eager step for this batch (it raises where the batch itself is wrong), and
-        from now on, after one warning that says why."""
+        from now on, after one warning that says why (``reason``)."""
         outputs = self.eager(data)
-        self.eager_reason = _error_text(error)
+        self.eager_reason = reason
         warnings.warn(
             f"lambda_keras: {self.model.name}'s {self.kind} step runs eagerly on PyTorch: "
-            f"it could not be compiled as one graph ({self.eager_reason[:500]}). "
+            f"it could not be compiled as one graph ({reason[:500]}). "
             f"{VARIABLE}=0 or model.compile(jit_compile=False) chooses the eager step "
             "without this warning.",
             stacklevel=4,
@@ -279,7 +307,7 @@ class CompiledStep:
             )
         if not self.inductor:
             return graph
-        if self.mode in CUDA_GRAPH_MODES and _on_cuda(leaves):
+        if self._uses_cuda_graphs(groups, batch):
             for tensor in _tensors(groups):
                 torch._dynamo.mark_static_address(tensor)
         return torch.compile(graph, fullgraph=True, dynamic=False, mode=self.mode)

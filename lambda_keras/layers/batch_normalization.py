@@ -18,7 +18,10 @@ class BatchNormalization(keras.layers.BatchNormalization):
     filter that dropped every example of a shard, say) the mean of no values is NaN, the moving
     mean and variance become NaN, and every later prediction of the model is NaN, silently.
     Here such a batch is normalised and passes through (its output is empty too) and the moving
-    statistics keep their values, exactly.
+    statistics keep their values, exactly. The guard runs only where the batch's shape is not
+    known before the call (a TensorFlow graph with an unknown batch size); a batch whose static
+    shape holds values (eager PyTorch, JAX's ``jit``, a traced PyTorch step) costs no operation
+    more than Keras' layer.
 
     The batch variance is the mean squared deviation from the batch mean on every backend, as
     TensorFlow and JAX compute it. Keras on PyTorch computes ``E[x^2] - E[x]^2``, which cancels
@@ -32,7 +35,7 @@ class BatchNormalization(keras.layers.BatchNormalization):
     """
 
     def call(self, inputs, training=None, mask=None):
-        if not (training and self.trainable):
+        if not (training and self.trainable) or _holds_values(inputs):
             return super().call(inputs, training=training, mask=mask)
         moving = [self.moving_mean, self.moving_variance]
         before = [ops.copy(variable.value) for variable in moving]  # a snapshot, not a view
@@ -51,3 +54,9 @@ class BatchNormalization(keras.layers.BatchNormalization):
         mean = ops.mean(inputs, axis=axes, keepdims=True)
         variance = ops.mean(ops.square(inputs - ops.stop_gradient(mean)), axis=axes)
         return ops.squeeze(mean, axis=axes), variance
+
+
+def _holds_values(inputs) -> bool:
+    """Whether ``inputs`` holds at least one value, as its static shape says (False where a
+    length is unknown or zero)."""
+    return all(isinstance(length, int) and length > 0 for length in inputs.shape)

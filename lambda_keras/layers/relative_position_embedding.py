@@ -8,6 +8,7 @@ identical results whichever implementation computes its position lambdas.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import keras
@@ -181,6 +182,9 @@ class RelativePositionEmbedding(keras.layers.Layer):
             ``prod(size)`` (the zero entry) when the offset is outside the window.
         """
         self._check_rank(spatial_shape)
+        lengths = _static_lengths(spatial_shape)
+        if lengths is not None:  # a constant: no op per call (eager) and none in a graph
+            return ops.convert_to_tensor(_static_flat_index(tuple(self.size), lengths))
         outside = int(np.prod(self.size))
         index, valid = None, None
         for size, length in zip(self.size, spatial_shape, strict=True):
@@ -220,6 +224,31 @@ class RelativePositionEmbedding(keras.layers.Layer):
             }
         )
         return config
+
+
+def _static_lengths(spatial_shape: Sequence) -> tuple[int, ...] | None:
+    """The map's lengths as ints where every one is known before the call runs, else None."""
+    if all(isinstance(length, (int, np.integer)) for length in spatial_shape):
+        return tuple(int(length) for length in spatial_shape)
+    return None
+
+
+@functools.lru_cache(maxsize=8)
+def _static_flat_index(size: tuple[int, ...], lengths: tuple[int, ...]) -> np.ndarray:
+    """[`RelativePositionEmbedding.flat_index`][lambda_keras.layers.relative_position_embedding.RelativePositionEmbedding.flat_index]
+    of a map of known ``lengths``, in NumPy (int32 ``[n, m]``), one per window and map."""
+    outside = int(np.prod(size))
+    index, valid = np.zeros((1, 1), np.int32), np.ones((1, 1), bool)
+    for window, length in zip(size, lengths, strict=True):
+        pos = np.arange(length, dtype=np.int32)
+        offset = pos[None, :] - pos[:, None] + window // 2  # [n, m] along this axis
+        inside = (offset >= 0) & (offset < window)
+        # [N, M] x [n, m] -> [N, n, M, m]: the positions so far, row-major, then this axis.
+        index = index[:, None, :, None] * window + np.clip(offset, 0, window - 1)[None, :, None]
+        valid = valid[:, None, :, None] & inside[None, :, None]
+        n = index.shape[0] * index.shape[1]
+        index, valid = index.reshape(n, n), valid.reshape(n, n)
+    return np.where(valid, index, outside).astype(np.int32)
 
 
 def _offset_index(length, size: int):

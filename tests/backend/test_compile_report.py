@@ -1,5 +1,5 @@
-"""CompileReport: one line per compiled graph with its seconds, one when a step runs eagerly,
-nothing for Keras' own step functions."""
+"""CompileReport: one line per compiled graph with its seconds, one when a step runs eagerly or
+without the CUDA graphs its mode asked for, nothing for Keras' own step functions."""
 
 from types import SimpleNamespace
 
@@ -75,3 +75,20 @@ def test_keras_own_steps_print_nothing():
     model.fit(x, y, epochs=1, verbose=0, callbacks=[CompileReport(print_fn=lines.append)],
               validation_data=(x, y))
     assert lines == []
+
+
+def test_a_step_compiled_again_without_cuda_graphs_says_why_once():
+    model = small_model()
+    step = SimpleNamespace(
+        compile_seconds=[50.0], mode="default", eager_reason=None,
+        cuda_graphs_reason="mode 'reduce-overhead': Unsupported: Attempt to trace generator",
+    )
+    model.train_function = step
+    callback, lines = report(model)
+    for batch in range(3):
+        callback.on_train_batch_end(batch)
+    assert lines == [
+        "small: the train step runs without CUDA graphs: mode 'reduce-overhead': Unsupported: "
+        "Attempt to trace generator",
+        "small: compiled the train step (graph 1, torch.compile mode 'default') in 50.0 s",
+    ]

@@ -385,12 +385,13 @@ def test_a_cuda_graph_that_fails_is_compiled_again_without_cuda_graphs(monkeypat
         raise Unsupported("Attempt to trace generator")
 
     step._graphs = dict.fromkeys(step._graphs, failing)
-    expected = "failed with CUDA graphs .*'reduce-overhead'.*again without them .*'default'"
+    expected = "failed in mode 'reduce-overhead' .*compiled again in mode 'default'"
     with pytest.warns(UserWarning, match=expected) as caught:
         assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
     ours = [w for w in caught if str(w.message).startswith("lambda_keras")]
     assert len(ours) == 1  # not also "compiled again for a new input signature"
     assert (step.mode, step.eager_reason, step.compiles) == ("default", None, 2)
+    assert step.cuda_graphs_reason.startswith("mode 'reduce-overhead': Unsupported: Attempt")
     assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
     assert_same_variables(eager, model, **exactly())
     # Without CUDA graphs a failure leaves the step eager, as before.
@@ -398,6 +399,59 @@ def test_a_cuda_graph_that_fails_is_compiled_again_without_cuda_graphs(monkeypat
     with pytest.warns(UserWarning, match="runs eagerly on PyTorch"):
         model.train_on_batch(x, y)
     assert step.eager_reason is not None
+
+
+@on_torch
+def test_after_the_fallback_known_signatures_compile_again_without_the_new_shape_warning(
+    monkeypatch,
+):
+    from torch._dynamo.exc import Unsupported
+
+    monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
+    x, y = batch()
+    model = compiled(small_net())
+    use_traced_steps(model, x, y)
+    step = model.train_function
+    step.mode = "reduce-overhead"
+    with pytest.warns(UserWarning, match="compiled again for a new input signature"):
+        for size in (4, 3):
+            model.train_on_batch(x[:size], y[:size])
+
+    def failing(*tensors):
+        raise Unsupported("Attempt to trace generator")
+
+    step._graphs = dict.fromkeys(step._graphs, failing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for size in (4, 3):  # the first compiles the fallback, the second its own again
+            model.train_on_batch(x[:size], y[:size])
+    ours = [str(w.message) for w in caught if str(w.message).startswith("lambda_keras")]
+    assert len(ours) == 1 and "compiled again in mode 'default'" in ours[0], ours
+    assert (len(step._graphs), step.compiles, step.eager_reason) == (2, 4, None)
+    with pytest.warns(UserWarning, match="compiled again for a new input signature"):
+        model.train_on_batch(x[:2], y[:2])  # a new one still says so
+
+
+@on_torch
+def test_on_a_cpu_a_failing_graph_in_a_cuda_graph_mode_leaves_the_step_eager():
+    """Inductor records no CUDA graph for CPU tensors: nothing to compile again without them."""
+    from torch._dynamo.exc import Unsupported
+
+    x, y = batch()
+    model = compiled(small_net())
+    use_traced_steps(model, x, y)
+    step = model.train_function
+    step.mode = "reduce-overhead"
+    model.train_on_batch(x, y)
+
+    def failing(*tensors):
+        raise Unsupported("Attempt to trace generator")
+
+    step._graphs = dict.fromkeys(step._graphs, failing)
+    with pytest.warns(UserWarning, match="runs eagerly on PyTorch"):
+        model.train_on_batch(x, y)
+    assert (step.mode, step.cuda_graphs_reason) == ("reduce-overhead", None)
+    assert step.eager_reason.startswith("Unsupported: Attempt to trace generator")
 
 
 @on_torch

@@ -40,6 +40,15 @@ def test_timm_and_keras_eager_rows_with_the_ratio_and_their_kernels(tmp_path):
     for system in ("timm", "eager"):
         text = (tmp_path / "kernels" / f"profile_lambda_resnet50ts_{system}.txt").read_text()
         assert text.startswith("## training step\nper step: ") and "## inference step\n" in text
+    kernels = json.loads((tmp_path / "steps.json").read_text())["tables"]["kernels"]
+    assert [row[:3] for row in kernels["rows"]] == [
+        ["lambda_resnet50ts", system, kind] for system in ("timm", "eager")
+        for kind in ("training", "inference")
+    ]
+    import torch
+
+    gpu = torch.cuda.is_available()  # kernels on a GPU only
+    assert all(row[3] > 0 and (row[4] > 0 if gpu else row[4:] == [0, 0]) for row in kernels["rows"])
 
 
 @pytest.mark.slow

@@ -17,14 +17,20 @@ sys.path.remove(str(BENCHMARKS))
 def test_the_profile_names_the_step_s_operators_and_its_time_per_step():
     import torch
 
-    weights = torch.randn(64, 64)
-    text = kernel_profile(lambda: (weights @ weights).relu().sum(), steps=2, rows=5)
-    first, *table = text.splitlines()
-    assert first.startswith("per step: ") and "ms wall" in first and "2 steps profiled" in first
-    if not torch.cuda.is_available():
-        assert "0 device kernels" in first and first.endswith("the operators ran on the host")
-    assert any("aten::mm" in line for line in table)
-    assert sum(line.startswith("aten::") or " aten::" in line for line in table) <= 5 + 2
+    gpu = torch.cuda.is_available()
+    weights = torch.randn(64, 64, device="cuda" if gpu else "cpu")
+    profile = kernel_profile(lambda: (weights @ weights).relu().sum(), steps=2, rows=5)
+    first, *table = profile.text().splitlines()
+    assert first.startswith("per step: ") and "ms wall under the profiler" in first
+    assert "(2 steps profiled)" in first and profile.steps == 2 and profile.wall_ms > 0
+    assert f"{profile.kernels:.0f} device kernels" in first
+    if gpu:
+        assert profile.kernels >= 3 and profile.kernel_ms > 0  # product, activation, sum
+    else:
+        assert (profile.kernels, profile.kernel_ms, profile.copies) == (0, 0, 0)
+        assert first.endswith("the operators ran on the host")
+    operators = [line.split()[0] for line in table if "aten::" in line]
+    assert "aten::mm" in operators and len(operators) <= 5
 
 
 @pytest.mark.parametrize("steps, rows", [(0, 5), (2, 0)])

@@ -34,6 +34,23 @@ def test_an_empty_batch_leaves_the_statistics_and_a_full_one_updates_them():
     np.testing.assert_allclose(mean, 0.25 * 0 + 0.75 * x.mean(axis=(0, 1, 2)), rtol=1e-5)
 
 
+def test_a_batch_of_known_size_takes_no_snapshot_and_an_empty_one_does(monkeypatch):
+    """The guard (a copy of each moving statistic, a size check, a select) runs only where a
+    batch may be empty: the static shape of a batch of values rules it out."""
+    from lambda_keras.layers import batch_normalization
+
+    copies = []
+    original = batch_normalization.ops.copy
+    monkeypatch.setattr(
+        batch_normalization.ops, "copy", lambda x: copies.append(x) or original(x)
+    )
+    layer = BatchNormalization()
+    layer(np.ones((2, 3, 3, 4), "float32"), training=True)
+    assert copies == []
+    layer(np.zeros((0, 3, 3, 4), "float32"), training=True)
+    assert len(copies) == 2  # the moving mean and variance, kept
+
+
 def test_the_batch_variance_of_large_values_is_their_spread_on_every_backend():
     """Values of 1e4 +- 0.5: ``E[x^2] - E[x]^2`` (Keras on PyTorch) cancels in float32 to a
     variance off by several units, often negative, and the output is NaN."""

@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from lambda_keras.layers import RelativePositionEmbedding
+from lambda_keras.layers import RelativePositionEmbedding, relative_position_embedding
 from tests.backend import numpy
 
 
@@ -42,6 +42,23 @@ def test_dense_matches_explicit_lookup(size, spatial, groups, intra_depth):
     np.testing.assert_array_equal(
         numpy(emb.dense(spatial, rows=rows)), explicit_dense(table, spatial)[..., rows, :]
     )
+
+
+@pytest.mark.parametrize(
+    "size, spatial", [((3, 5), (4, 6)), ((7, 7), (3, 2)), ((23, 23), (14, 14)), ((5,), (9,))]
+)
+def test_a_map_of_known_size_takes_its_index_from_numpy_equal_to_the_ops(size, spatial):
+    """Known lengths (ints): one NumPy constant per window and map, no op per call; lengths
+    that are tensors: the same index computed with ``keras.ops``."""
+    emb = RelativePositionEmbedding(size, key_dim=2, rank=len(size))
+    emb.build()
+    assert isinstance(relative_position_embedding._static_flat_index(size, spatial), np.ndarray)
+    known = numpy(emb.flat_index(spatial))
+    as_tensors = numpy(emb.flat_index([keras.ops.convert_to_tensor(n) for n in spatial]))
+    assert known.dtype == as_tensors.dtype == np.int32
+    np.testing.assert_array_equal(known, as_tensors)
+    assert relative_position_embedding._static_lengths([4, np.int64(6)]) == (4, 6)
+    assert relative_position_embedding._static_lengths([4, None]) is None
 
 
 @pytest.mark.tensorflow
