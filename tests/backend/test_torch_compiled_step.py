@@ -344,21 +344,37 @@ def test_a_model_with_its_own_train_step_or_several_steps_per_call_keeps_keras_s
         several.make_train_function()
 
 
-@on_torch
-def test_a_graph_that_fails_after_its_first_call_leaves_the_step_eager_with_one_warning():
-    from torch._dynamo.exc import TorchDynamoException
-
-    x, y = batch()
-    eager, model = compiled(small_net(), jit_compile=False), compiled(small_net())
-    use_traced_steps(model, x, y)
-    eager.train_on_batch(x, y)
-    model.train_on_batch(x, y)
+def fail_from_now_on(step) -> None:
+    """Each compiled graph of ``step`` raises as PyTorch 2.11's did at its second call on an
+    H100 under reduce-overhead."""
+    from torch._dynamo.exc import Unsupported
 
     def failing(*tensors):
-        raise TorchDynamoException("Attempt to trace generator")
+        raise Unsupported("Attempt to trace generator")
 
-    step = model.train_function
     step._graphs = dict.fromkeys(step._graphs, failing)
+
+
+def traced_in_mode(mode: str, monkeypatch=None, kind: str = "train"):
+    """A small net with traced steps, ``kind``'s in ``mode``; with ``monkeypatch``, its tensors
+    taken for CUDA tensors (the CUDA-graph modes' fallback applies to them only)."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
+    x, y = batch()
+    model = compiled(small_net())
+    use_traced_steps(model, x, y)
+    step = getattr(model, f"{kind}_function")
+    step.mode = mode
+    return model, step, x, y
+
+
+@on_torch
+def test_a_graph_that_fails_after_its_first_call_leaves_the_step_eager_with_one_warning():
+    model, step, x, y = traced_in_mode("default")
+    eager = compiled(small_net(), jit_compile=False)
+    eager.train_on_batch(x, y)
+    model.train_on_batch(x, y)
+    fail_from_now_on(step)
     with pytest.warns(UserWarning, match="runs eagerly on PyTorch.*Attempt to trace generator"):
         assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
     assert "Attempt to trace generator" in step.eager_reason
@@ -370,21 +386,11 @@ def test_a_cuda_graph_that_fails_is_compiled_again_without_cuda_graphs(monkeypat
     """PyTorch 2.11 on an H100: a training step in mode reduce-overhead compiled and ran once,
     then failed at its second call (as CUDA graphs record). The step compiles again in the mode
     without CUDA graphs, after one warning, and computes what Keras' eager step computes."""
-    from torch._dynamo.exc import Unsupported
-
-    monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
-    x, y = batch()
-    eager, model = compiled(small_net(), jit_compile=False), compiled(small_net())
-    use_traced_steps(model, x, y)
-    step = model.train_function
-    step.mode = "reduce-overhead"
+    model, step, x, y = traced_in_mode("reduce-overhead", monkeypatch)
+    eager = compiled(small_net(), jit_compile=False)
     for reference in (eager, model):
         reference.train_on_batch(x, y)
-
-    def failing(*tensors):
-        raise Unsupported("Attempt to trace generator")
-
-    step._graphs = dict.fromkeys(step._graphs, failing)
+    fail_from_now_on(step)
     expected = "failed in mode 'reduce-overhead' .*compiled again in mode 'default'"
     with pytest.warns(UserWarning, match=expected) as caught:
         assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
@@ -395,7 +401,7 @@ def test_a_cuda_graph_that_fails_is_compiled_again_without_cuda_graphs(monkeypat
     assert model.train_on_batch(x, y) == eager.train_on_batch(x, y)
     assert_same_variables(eager, model, **exactly())
     # Without CUDA graphs a failure leaves the step eager, as before.
-    step._graphs = dict.fromkeys(step._graphs, failing)
+    fail_from_now_on(step)
     with pytest.warns(UserWarning, match="runs eagerly on PyTorch"):
         model.train_on_batch(x, y)
     assert step.eager_reason is not None
@@ -405,22 +411,11 @@ def test_a_cuda_graph_that_fails_is_compiled_again_without_cuda_graphs(monkeypat
 def test_after_the_fallback_known_signatures_compile_again_without_the_new_shape_warning(
     monkeypatch,
 ):
-    from torch._dynamo.exc import Unsupported
-
-    monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
-    x, y = batch()
-    model = compiled(small_net())
-    use_traced_steps(model, x, y)
-    step = model.train_function
-    step.mode = "reduce-overhead"
+    model, step, x, y = traced_in_mode("reduce-overhead", monkeypatch)
     with pytest.warns(UserWarning, match="compiled again for a new input signature"):
         for size in (4, 3):
             model.train_on_batch(x[:size], y[:size])
-
-    def failing(*tensors):
-        raise Unsupported("Attempt to trace generator")
-
-    step._graphs = dict.fromkeys(step._graphs, failing)
+    fail_from_now_on(step)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for size in (4, 3):  # the first compiles the fallback, the second its own again
@@ -435,19 +430,9 @@ def test_after_the_fallback_known_signatures_compile_again_without_the_new_shape
 @on_torch
 def test_on_a_cpu_a_failing_graph_in_a_cuda_graph_mode_leaves_the_step_eager():
     """Inductor records no CUDA graph for CPU tensors: nothing to compile again without them."""
-    from torch._dynamo.exc import Unsupported
-
-    x, y = batch()
-    model = compiled(small_net())
-    use_traced_steps(model, x, y)
-    step = model.train_function
-    step.mode = "reduce-overhead"
+    model, step, x, y = traced_in_mode("reduce-overhead")
     model.train_on_batch(x, y)
-
-    def failing(*tensors):
-        raise Unsupported("Attempt to trace generator")
-
-    step._graphs = dict.fromkeys(step._graphs, failing)
+    fail_from_now_on(step)
     with pytest.warns(UserWarning, match="runs eagerly on PyTorch"):
         model.train_on_batch(x, y)
     assert (step.mode, step.cuda_graphs_reason) == ("reduce-overhead", None)
@@ -458,12 +443,7 @@ def test_on_a_cpu_a_failing_graph_in_a_cuda_graph_mode_leaves_the_step_eager():
 def test_a_cuda_graph_mode_that_cannot_compile_tries_without_cuda_graphs(monkeypatch):
     from torch._dynamo.exc import TorchDynamoException
 
-    monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
-    x, y = batch()
-    model = compiled(small_net())
-    use_traced_steps(model, x, y)
-    step = model.predict_function
-    step.mode = "max-autotune"
+    model, step, x, _ = traced_in_mode("max-autotune", monkeypatch, kind="predict")
     original, modes = step._compile, []
 
     def compile_once_failing(groups, data):
