@@ -220,16 +220,28 @@ class CompiledStep:
             self.compiles += 1
             self.compile_seconds.append(time.perf_counter() - started)
             if len(self._graphs) > 1 and key not in self._signatures_before_fallback:
-                warnings.warn(
-                    f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a "
-                    f"new input signature ({_describe(key)}); {len(self._graphs)} graphs so "
-                    f"far, at most {MAX_GRAPHS} (then eager). Batches of one size compile once: "
-                    "a partial last batch is a new one (a batch size that divides the data, or "
-                    "drop_remainder=True for a dataset, avoids it).",
-                    stacklevel=3,
-                )
+                self._warn_new_signature(key)
             return outputs
         return self._after_failure(reason, key, state, batch, data, started)
+
+    def _warn_new_signature(self, key) -> None:
+        others = [other for other in self._graphs if other != key]
+        if any(_only_the_batch_size_differs(key, other) for other in others):
+            advice = (
+                "Batches of one size compile once: a partial last batch is a new one (a batch "
+                "size that divides the data, or drop_remainder=True for a dataset, avoids it)."
+            )
+        else:
+            advice = (
+                "Each input shape compiles once (another image size; in detect, a photo of the "
+                "other orientation)."
+            )
+        warnings.warn(
+            f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new input "
+            f"signature ({_describe(key)}); {len(self._graphs)} graphs so far, at most "
+            f"{MAX_GRAPHS} (then eager). {advice}",
+            stacklevel=4,
+        )
 
     def _graph_failed(self, error: Exception, state, batch) -> bool:
         """Whether ``error``, raised by a graph that ran before on a batch of this signature, is
@@ -416,6 +428,19 @@ def _signature(batch):
         else:
             described.append(("value", repr(leaf)))
     return str(keras.tree.map_structure(lambda _: 0, batch)), tuple(described)
+
+
+def _only_the_batch_size_differs(key, other) -> bool:
+    """Whether two signatures differ in their tensors' first (batch) dimension alone."""
+    if key[:2] != other[:2] or len(key[2]) != len(other[2]):
+        return False
+    for mine, theirs in zip(key[2], other[2], strict=True):
+        if mine[0] == "value" or theirs[0] == "value":
+            if mine != theirs:
+                return False
+        elif mine[0][1:] != theirs[0][1:] or mine[1:] != theirs[1:]:
+            return False
+    return True
 
 
 def _layout(state) -> tuple:

@@ -477,9 +477,12 @@ def test_a_new_input_shape_compiles_again_with_a_warning():
     model = compiled(small_net())
     use_traced_steps(model, x, y)
     model.train_on_batch(x, y)
-    with pytest.warns(UserWarning, match=r"compiled again .*\[3, 16, 16, 3\] float32"):
+    with pytest.warns(UserWarning, match=r"compiled again .*\[3, 16, 16, 3\] float32.*partial"):
         model.train_on_batch(x[:3], y[:3])
     assert model.train_function.compiles == 2
+    # Another image size is not a partial batch: the advice says so.
+    with pytest.warns(UserWarning, match=r"\[3, 8, 8, 3\] float32.*Each input shape compiles"):
+        model.train_on_batch(x[:3, :8, :8], y[:3])
 
 
 @on_torch
