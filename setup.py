@@ -63,6 +63,9 @@ setup(
         "timm": ["safetensors>=0.4", "huggingface_hub>=0.23"],
         # COCO-format data and COCOeval for lambda_keras.detection.
         "detection": ["pycocotools>=2.0.7"],
+        # The pyramid backbones as keras-hub backbones and presets (lambda_keras.hub). keras-hub
+        # requires tensorflow-text, and with it the full tensorflow wheel beside tensorflow-cpu.
+        "hub": ["keras-hub>=0.32"],
         # Running the notebooks in notebooks/ (Jupyter or nbclient).
         "notebooks": ["matplotlib>=3.7", "ipykernel>=6", "nbclient>=0.9", "scikit-learn>=1.3"],
         # The documentation site (mkdocs build --strict; the API reference from the docstrings).
@@ -84,6 +87,7 @@ setup(
             "ipykernel>=6",
             "nbclient>=0.9",
             "pycocotools>=2.0.7",
+            "keras-hub>=0.32",  # lambda_keras.hub (its docs page imports it)
             *DOCS,  # the tests build the site
         ],
     },

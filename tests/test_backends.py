@@ -3,7 +3,8 @@
 Keras picks its backend once per process, so the backend-neutral tests run again in a child
 pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
 (outputs and gradients, every implementation and option, mixed precision, inside ``predict``),
-a zoo model and a Mask R-CNN (on a tiny backbone; on a LambdaResNet under ``-m slow``) trained,
+the keras-hub backbones' presets, a zoo model and a Mask R-CNN (on a tiny backbone; on a
+LambdaResNet under ``-m slow``) trained,
 saved and exchanged as ``.keras`` files with this TensorFlow process (the detector's detections,
 losses and gradient norm equal to TensorFlow's), bad training targets (refused before ``fit``,
 dropped and counted inside its compiled step) and NMS's contract (eager and compiled, non-finite
@@ -56,6 +57,7 @@ CORE = [
     "tests/detection/test_proposals.py",
     "tests/detection/test_detections.py",
     "tests/zoo/test_every_backend.py",
+    "tests/hub/test_backbones.py",
     "tests/detection/test_every_backend.py",
     "tests/detection/test_target_checks.py",
     "tests/detection/ops/test_nms.py",

@@ -144,13 +144,12 @@ def _stage_output(stage: int, blocks: tuple[int, ...]) -> str:
     return "features" if stage == 3 else f"c{stage + 2}_block{blocks[stage]}_out"
 
 
-def _check_input_shape(input_shape) -> tuple:
+def _check_input_shape(input_shape, name: str = "input_shape") -> tuple:
     if not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
         raise ValueError(
-            "`input_shape` must be (height, width, channels); received "
-            f"input_shape={input_shape!r}."
+            f"`{name}` must be (height, width, channels); received {name}={input_shape!r}."
         )
-    _check_image_size((None, *input_shape), name="input_shape")
+    _check_image_size((None, *input_shape), name=name)
     return tuple(input_shape)
 
 
@@ -163,7 +162,7 @@ def _check_image_size(shape, name: str = "images") -> None:
             raise ValueError(
                 f"The backbone's image height and width must be multiples of {STRIDE} (at least "
                 f"{STRIDE}), or None for any such size; received {name} of shape "
-                f"{tuple(shape[1:]) if name == 'input_shape' else tuple(shape)}. Pad or resize "
+                f"{tuple(shape) if name == 'images' else tuple(shape[1:])}. Pad or resize "
                 "the images first."
             )
 

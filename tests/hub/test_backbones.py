@@ -1,0 +1,100 @@
+"""The zoo's pyramid backbones in keras-hub (lambda_keras/hub/backbones.py): a preset saved
+with keras-hub's `save_to_preset` loads through keras-hub's own `Backbone.from_preset` as the
+same class with the same P2-P5 outputs, a preset of another class is refused by keras-hub, the
+configuration is the constructor's arguments, a dtype policy reaches the nested body's layers,
+and bad image shapes are refused naming `image_shape`. Run on TensorFlow here and in the JAX
+and PyTorch children of tests/test_backends.py. Importing `lambda_keras` imports no keras-hub,
+and `lambda_keras.hub` without it says how to install it."""
+
+import json
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from tests.backend import child_env
+
+keras_hub = pytest.importorskip("keras_hub")
+
+from lambda_keras.hub import LambdaResNetBackbone, ResNetRSBackbone  # noqa: E402
+
+TINY = {"width_multiplier": 0.125}  # depth 50, the smallest pyramid depth
+
+
+@pytest.mark.parametrize("cls", [LambdaResNetBackbone, ResNetRSBackbone])
+def test_a_preset_loads_through_keras_hub_as_the_same_backbone(cls, tmp_path):
+    backbone = cls(**TINY)
+    images = np.random.default_rng(0).normal(size=(2, 64, 96, 3)).astype("float32")
+    expected = backbone.predict(images, verbose=0)
+    backbone.save_to_preset(str(tmp_path))
+    config = json.loads((tmp_path / "config.json").read_text())
+    assert config["registered_name"] == f"lambda_keras.hub>{cls.__name__}"
+    for loader in (keras_hub.models.Backbone, cls):
+        loaded = loader.from_preset(str(tmp_path))
+        assert type(loaded) is cls
+        got = loaded.predict(images, verbose=0)
+        assert sorted(got) == sorted(loaded.pyramid_outputs) == ["P2", "P3", "P4", "P5"]
+        for level, stride in (("P2", 4), ("P3", 8), ("P4", 16), ("P5", 32)):
+            assert got[level].shape[1:3] == (64 // stride, 96 // stride)
+            np.testing.assert_array_equal(got[level], expected[level], err_msg=level)
+
+
+def test_a_preset_of_another_class_is_refused_by_keras_hub(tmp_path):
+    ResNetRSBackbone(**TINY).save_to_preset(str(tmp_path))
+    with pytest.raises(ValueError, match="not a subclass of calling class `LambdaResNetBackbone`"):
+        LambdaResNetBackbone.from_preset(str(tmp_path))
+
+
+def test_the_configuration_is_the_constructor_s_arguments():
+    backbone = LambdaResNetBackbone(
+        image_shape=(64, None, 3), batch_norm="frozen", implementation="einsum", **TINY
+    )
+    config = backbone.get_config()
+    assert {k: config[k] for k in ("depth", "c4", "image_shape", "batch_norm")} == {
+        "depth": 50, "c4": False, "image_shape": (64, None, 3), "batch_norm": "frozen",
+    }  # fmt: skip
+    assert "weights" not in config  # a preset's weights come from its weights file
+    again = LambdaResNetBackbone.from_config(config)
+    assert again.get_config() == config
+    assert [w.shape for w in again.weights] == [w.shape for w in backbone.weights]
+
+
+def test_a_dtype_policy_reaches_the_body_s_layers():
+    backbone = LambdaResNetBackbone(dtype="bfloat16", **TINY)
+    convolutions = [
+        layer for layer in backbone.layers[-1]._flatten_layers()
+        if isinstance(layer, keras.layers.Conv2D)
+    ]  # fmt: skip
+    assert convolutions and {c.dtype_policy.name for c in convolutions} == {"bfloat16"}
+    assert keras.config.dtype_policy().name == "float32"  # the global policy is left alone
+
+
+@pytest.mark.parametrize(
+    "image_shape, match",
+    [((64, 64), r"`image_shape` must be \(height, width, channels\)"), ((65, 64, 3), "65")],
+)
+def test_bad_image_shapes_are_refused_naming_the_argument(image_shape, match):
+    with pytest.raises(ValueError, match=match) as error:
+        LambdaResNetBackbone(image_shape=image_shape, **TINY)
+    assert "image_shape" in str(error.value)
+
+
+@pytest.mark.backends("tensorflow")
+def test_lambda_keras_imports_no_keras_hub_and_the_hub_module_says_how_to_install_it():
+    code = (
+        "import sys\n"
+        "import lambda_keras, lambda_keras.zoo, lambda_keras.detection\n"
+        "assert 'keras_hub' not in sys.modules, 'imported keras_hub'\n"
+        "sys.modules['keras_hub'] = None  # as if not installed\n"
+        "try:\n"
+        "    import lambda_keras.hub\n"
+        "except ImportError as error:\n"
+        "    print(error)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env("jax")
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert 'pip install "lambda_keras[hub]"' in done.stdout
