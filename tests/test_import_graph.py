@@ -77,6 +77,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         "lambda_keras.zoo",
         "lambda_keras.detection",
         "lambda_keras.training",
+        "lambda_keras.hub",
     ],
 )
 def test_no_import_circle(package):
@@ -106,11 +107,12 @@ FLOORS = (
     "lambda_keras.zoo",
     "lambda_keras.detection",
     "lambda_keras.training",
+    "lambda_keras.hub",  # the zoo inside keras-hub: the one floor that imports keras_hub
 )
 
 
 def floor(name: str) -> int:
-    """0 for the shared core, then 1 for layers ... 4 for training."""
+    """0 for the shared core, then 1 for layers ... 4 for training, 5 for hub."""
     for level, package in enumerate(FLOORS, 1):
         if name == package or name.startswith(package + "."):
             return level
@@ -129,7 +131,8 @@ def arrows_up(graph: dict[str, set[str]]) -> list[str]:
 
 
 def test_imports_run_down_the_floors():
-    """layers -/-> zoo -/-> detection -/-> training, and the core imports none of them."""
+    """layers -/-> zoo -/-> detection -/-> training -/-> hub, and the core imports none of
+    them."""
     assert arrows_up(import_graph()) == []
 
 

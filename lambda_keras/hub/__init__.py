@@ -9,7 +9,9 @@ Nothing else in `lambda_keras` imports keras-hub.
 * [`LambdaResNetBackbone`][lambda_keras.hub.backbones.LambdaResNetBackbone] and
   [`ResNetRSBackbone`][lambda_keras.hub.backbones.ResNetRSBackbone]
   ([`backbones`][lambda_keras.hub.backbones]): the zoo's pyramid backbones (P2-P5) as keras-hub
-  backbones.
+  feature-pyramid backbones.
+
+keras-hub 0.32 requires Keras 3.15 or newer (the rest of the package: 3.10).
 """
 
 try:

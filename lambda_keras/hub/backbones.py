@@ -2,8 +2,9 @@
 
 Each class nests the zoo's backbone of the same name
 ([`pyramid_backbone`][lambda_keras.zoo.pyramid_backbone]: the same layers, no second copy of
-the architecture) in a `keras_hub.models.Backbone`, whose `pyramid_outputs` are its P2-P5
-feature maps (keras-hub's convention for the image encoders of its detectors and segmenters)::
+the architecture) in a `keras_hub.models.FeaturePyramidBackbone` (a keras-hub `Backbone`, as
+its own ResNet's), whose `pyramid_outputs` are its P2-P5 feature maps (keras-hub's convention
+for the image encoders of its detectors and segmenters)::
 
     {"P2": [b, h/4, w/4, 256 * width], "P3": [b, h/8, w/8, 512 * width],
      "P4": [b, h/16, w/16, 1024 * width], "P5": [b, h/32, w/32, 2048 * width]}
@@ -27,7 +28,7 @@ from lambda_keras.zoo import pyramid_backbone
 __all__ = ["LambdaResNetBackbone", "ResNetRSBackbone"]
 
 
-class _HubPyramidBackbone(keras_hub.models.Backbone):
+class _HubPyramidBackbone(keras_hub.models.FeaturePyramidBackbone):
     """What both share: the zoo's backbone ``BODY`` nested as one layer, images of
     ``image_shape`` in, its P2-P5 out; the configuration is the constructor's arguments."""
 
@@ -59,12 +60,23 @@ class _HubPyramidBackbone(keras_hub.models.Backbone):
 
 @contextlib.contextmanager
 def _dtype_policy(dtype):
-    """The layers made inside take ``dtype`` (a name or policy) as their policy, where given."""
+    """The layers made inside take ``dtype`` (a name, a policy or its configuration) as their
+    policy, where given: Keras' global policy, set for the construction and restored after it,
+    errors included (Keras keeps it per thread: layers another thread makes meanwhile do not
+    see it). Quantized policies are refused: a quantized model is made by quantizing a built
+    one (``model.quantize``), not by a policy given to its constructor."""
     if dtype is None:
         yield
         return
+    policy = keras.dtype_policies.get(dtype)
+    if isinstance(policy, keras.dtype_policies.DTypePolicyMap) or policy.quantization_mode:
+        raise ValueError(
+            f"`dtype` must be a floating-point policy such as 'float32', 'bfloat16' or "
+            f"'mixed_bfloat16'; received dtype={dtype!r} (quantized). Build the backbone, "
+            "then call its quantize()."
+        )
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(keras.dtype_policies.get(dtype))
+    keras.config.set_dtype_policy(policy)
     try:
         yield
     finally:

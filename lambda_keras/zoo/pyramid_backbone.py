@@ -106,6 +106,18 @@ class _PyramidBackbone(keras.Model):
         self.image_shape = input_shape
         _apply_batch_norm_mode(self, batch_norm)
 
+    @property
+    def trainable(self) -> bool:
+        return keras.Model.trainable.fget(self)
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        # Keras sets every sub-layer to `value`: frozen batch norm stays frozen (fine-tuning
+        # freezes a backbone, then unfreezes it).
+        keras.Model.trainable.fset(self, value)
+        if getattr(self, "batch_norm", None) == "frozen":
+            _apply_batch_norm_mode(self, "frozen")
+
     def __call__(self, inputs, *args, **kwargs):
         # Before Keras traces the call (an error raised inside it would print the whole input).
         if hasattr(inputs, "shape"):

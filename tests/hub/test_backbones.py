@@ -1,10 +1,11 @@
 """The zoo's pyramid backbones in keras-hub (lambda_keras/hub/backbones.py): a preset saved
 with keras-hub's `save_to_preset` loads through keras-hub's own `Backbone.from_preset` as the
 same class with the same P2-P5 outputs, a preset of another class is refused by keras-hub, the
-configuration is the constructor's arguments, a dtype policy reaches the nested body's layers,
-and bad image shapes are refused naming `image_shape`. Run on TensorFlow here and in the JAX
-and PyTorch children of tests/test_backends.py. Importing `lambda_keras` imports no keras-hub,
-and `lambda_keras.hub` without it says how to install it."""
+configuration is the constructor's arguments, frozen batch norm stays frozen, a preset loads
+without its weights or at another precision, a dtype policy reaches the nested body's layers
+(quantized ones refused), and bad image shapes are refused naming `image_shape`. Run on
+TensorFlow here and in the JAX and PyTorch children of tests/test_backends.py. Importing
+`lambda_keras` imports no keras-hub, and `lambda_keras.hub` without it says how to install it."""
 
 import json
 import subprocess
@@ -34,6 +35,7 @@ def test_a_preset_loads_through_keras_hub_as_the_same_backbone(cls, tmp_path):
     for loader in (keras_hub.models.Backbone, cls):
         loaded = loader.from_preset(str(tmp_path))
         assert type(loaded) is cls
+        assert isinstance(loaded, keras_hub.models.FeaturePyramidBackbone)
         got = loaded.predict(images, verbose=0)
         assert sorted(got) == sorted(loaded.pyramid_outputs) == ["P2", "P3", "P4", "P5"]
         for level, stride in (("P2", 4), ("P3", 8), ("P4", 16), ("P5", 32)):
@@ -47,18 +49,52 @@ def test_a_preset_of_another_class_is_refused_by_keras_hub(tmp_path):
         LambdaResNetBackbone.from_preset(str(tmp_path))
 
 
-def test_the_configuration_is_the_constructor_s_arguments():
-    backbone = LambdaResNetBackbone(
-        image_shape=(64, None, 3), batch_norm="frozen", implementation="einsum", **TINY
-    )
+@pytest.mark.parametrize(
+    "cls, options",
+    [
+        (LambdaResNetBackbone, {"implementation": "einsum", "c4": False}),
+        (ResNetRSBackbone, {"se": False}),
+    ],
+)
+def test_the_configuration_is_the_constructor_s_arguments(cls, options):
+    backbone = cls(image_shape=(64, None, 3), batch_norm="frozen", **options, **TINY)
     config = backbone.get_config()
-    assert {k: config[k] for k in ("depth", "c4", "image_shape", "batch_norm")} == {
-        "depth": 50, "c4": False, "image_shape": (64, None, 3), "batch_norm": "frozen",
-    }  # fmt: skip
+    expected = {"depth": 50, "image_shape": (64, None, 3), "batch_norm": "frozen", **options}
+    assert {k: config[k] for k in expected} == expected
+    assert config["width_multiplier"] == TINY["width_multiplier"]
     assert "weights" not in config  # a preset's weights come from its weights file
-    again = LambdaResNetBackbone.from_config(config)
+    again = cls.from_config(config)
     assert again.get_config() == config
     assert [w.shape for w in again.weights] == [w.shape for w in backbone.weights]
+
+
+def test_frozen_batch_norm_stays_frozen_through_a_preset_and_trainable(tmp_path):
+    LambdaResNetBackbone(batch_norm="frozen", **TINY).save_to_preset(str(tmp_path))
+    loaded = keras_hub.models.Backbone.from_preset(str(tmp_path), trainable=False)
+    assert loaded.trainable_weights == []
+    loaded.trainable = True  # unfrozen to fine-tune: its batch norm stays frozen
+    norms = [
+        layer for layer in loaded._flatten_layers()
+        if isinstance(layer, keras.layers.BatchNormalization)
+    ]  # fmt: skip
+    assert norms and not any(layer.trainable for layer in norms)
+    assert loaded.trainable_weights and not any(
+        "gamma" in w.path or "beta" in w.path for w in loaded.trainable_weights
+    )
+
+
+def test_a_preset_loads_without_its_weights_or_at_another_precision(tmp_path):
+    backbone = LambdaResNetBackbone(**TINY)
+    backbone.save_to_preset(str(tmp_path))
+    images = np.random.default_rng(1).normal(size=(1, 64, 64, 3)).astype("float32")
+    expected = backbone.predict(images, verbose=0)["P5"]
+    fresh = LambdaResNetBackbone.from_preset(str(tmp_path), load_weights=False)
+    assert not np.array_equal(fresh.predict(images, verbose=0)["P5"], expected)
+    half = LambdaResNetBackbone.from_preset(str(tmp_path), dtype="bfloat16")
+    assert keras.backend.standardize_dtype(half.predict(images, verbose=0)["P5"].dtype) == (
+        "bfloat16"
+    )
+    assert keras.config.dtype_policy().name == "float32"
 
 
 def test_a_dtype_policy_reaches_the_body_s_layers():
@@ -69,11 +105,19 @@ def test_a_dtype_policy_reaches_the_body_s_layers():
     ]  # fmt: skip
     assert convolutions and {c.dtype_policy.name for c in convolutions} == {"bfloat16"}
     assert keras.config.dtype_policy().name == "float32"  # the global policy is left alone
+    with pytest.raises(ValueError, match="`depth` must be one of"):
+        LambdaResNetBackbone(depth=51, dtype="bfloat16")
+    assert keras.config.dtype_policy().name == "float32"  # restored after an error too
+    with pytest.raises(ValueError, match="dtype='int8_from_float32' \\(quantized\\)"):
+        LambdaResNetBackbone(dtype="int8_from_float32", **TINY)
 
 
 @pytest.mark.parametrize(
     "image_shape, match",
-    [((64, 64), r"`image_shape` must be \(height, width, channels\)"), ((65, 64, 3), "65")],
+    [
+        ((64, 64), r"`image_shape` must be \(height, width, channels\)"),
+        ((65, 64, 3), r"received image_shape of shape \(65, 64, 3\)\."),  # no batch axis
+    ],
 )
 def test_bad_image_shapes_are_refused_naming_the_argument(image_shape, match):
     with pytest.raises(ValueError, match=match) as error:
@@ -81,7 +125,7 @@ def test_bad_image_shapes_are_refused_naming_the_argument(image_shape, match):
     assert "image_shape" in str(error.value)
 
 
-@pytest.mark.backends("tensorflow")
+@pytest.mark.backends("tensorflow")  # once; the child needs no TensorFlow (Keras on JAX)
 def test_lambda_keras_imports_no_keras_hub_and_the_hub_module_says_how_to_install_it():
     code = (
         "import sys\n"

@@ -73,6 +73,13 @@ def test_frozen_batch_norm_is_inference_mode():
     x = _images(64, 64)
     train, infer = model(x, training=True), model(x, training=False)
     np.testing.assert_allclose(numpy(train["P5"]), numpy(infer["P5"]), atol=1e-6)
+    # Freezing the backbone, then unfreezing it to fine-tune, leaves its batch norm frozen.
+    trainable = len(model.trainable_weights)
+    model.trainable = False
+    assert model.trainable_weights == []
+    model.trainable = True
+    assert not any(layer.trainable for layer in norms)
+    assert model.trainable and len(model.trainable_weights) == trainable
 
 
 def test_synchronized_batch_norm_reaches_the_lambda_layers():
@@ -155,8 +162,8 @@ def test_image_not_divisible_by_32_is_refused_before_tracing():
 
 
 def test_plugs_into_keras_hub_retinanet():
-    """keras-hub is not a dependency (it installs beside TF 2.21 with tensorflow-text and the
-    full ``tensorflow`` wheel): ``pip install keras-hub`` to run this check."""
+    """keras-hub is the ``[hub]`` extra (and in ``[test]``): the zoo's own backbone as a
+    RetinaNet's image encoder (lambda_keras.hub has it as a keras-hub backbone)."""
     keras_hub = pytest.importorskip("keras_hub")
     encoder = zoo.LambdaResNetBackbone(50, **SMALL)
     detector_backbone = keras_hub.models.RetinaNetBackbone(
