@@ -183,25 +183,9 @@ class RelativePositionEmbedding(keras.layers.Layer):
         """
         self._check_rank(spatial_shape)
         lengths = _static_lengths(spatial_shape)
-        if lengths is not None:  # a constant: no op per call (eager) and none in a graph
+        if lengths is not None:  # a NumPy constant: no op per call (eager) and none in a graph
             return ops.convert_to_tensor(_static_flat_index(tuple(self.size), lengths))
-        outside = int(np.prod(self.size))
-        index, valid = None, None
-        for size, length in zip(self.size, spatial_shape, strict=True):
-            axis_index, axis_valid = _offset_index(length, size)
-            if index is None:
-                index, valid = axis_index, axis_valid
-            else:
-                # [H, H'] x [W, W'] -> [H, H', W, W'] -> [H, W, H', W']
-                index = index[:, :, None, None] * size + axis_index[None, None]
-                valid = ops.logical_and(valid[:, :, None, None], axis_valid[None, None])
-                index = ops.transpose(index, [0, 2, 1, 3])
-                valid = ops.transpose(valid, [0, 2, 1, 3])
-        index = ops.where(valid, index, outside)
-        n = 1
-        for length in spatial_shape:
-            n = n * length
-        return ops.reshape(index, [n, n])
+        return _flat_index(ops, self.size, spatial_shape)
 
     def _check_rank(self, spatial_shape):
         if len(spatial_shape) != self.rank:
@@ -237,28 +221,41 @@ def _static_lengths(spatial_shape: Sequence) -> tuple[int, ...] | None:
 def _static_flat_index(size: tuple[int, ...], lengths: tuple[int, ...]) -> np.ndarray:
     """[`RelativePositionEmbedding.flat_index`][lambda_keras.layers.relative_position_embedding.RelativePositionEmbedding.flat_index]
     of a map of known ``lengths``, in NumPy (int32 ``[n, m]``), one per window and map."""
+    return _flat_index(np, size, lengths)
+
+
+def _flat_index(xp, size: Sequence[int], spatial_shape: Sequence):
+    """The index of each (query, context) pair into the flattened window, computed with ``xp``:
+    ``keras.ops`` (lengths that may be scalar tensors) or ``numpy`` (known lengths), which name
+    the functions used here alike."""
     outside = int(np.prod(size))
-    index, valid = np.zeros((1, 1), np.int32), np.ones((1, 1), bool)
-    for window, length in zip(size, lengths, strict=True):
-        pos = np.arange(length, dtype=np.int32)
-        offset = pos[None, :] - pos[:, None] + window // 2  # [n, m] along this axis
-        inside = (offset >= 0) & (offset < window)
-        # [N, M] x [n, m] -> [N, n, M, m]: the positions so far, row-major, then this axis.
-        index = index[:, None, :, None] * window + np.clip(offset, 0, window - 1)[None, :, None]
-        valid = valid[:, None, :, None] & inside[None, :, None]
-        n = index.shape[0] * index.shape[1]
-        index, valid = index.reshape(n, n), valid.reshape(n, n)
-    return np.where(valid, index, outside).astype(np.int32)
+    index, valid = None, None
+    for window, length in zip(size, spatial_shape, strict=True):
+        axis_index, axis_valid = _offset_index(xp, length, window)
+        if index is None:
+            index, valid = axis_index, axis_valid
+        else:
+            # [H, H'] x [W, W'] -> [H, H', W, W'] -> [H, W, H', W']
+            index = index[:, :, None, None] * window + axis_index[None, None]
+            valid = xp.logical_and(valid[:, :, None, None], axis_valid[None, None])
+            index = xp.transpose(index, [0, 2, 1, 3])
+            valid = xp.transpose(valid, [0, 2, 1, 3])
+    index = xp.where(valid, index, outside)
+    n = 1
+    for length in spatial_shape:
+        n = n * length
+    return xp.reshape(index, [n, n])
 
 
-def _offset_index(length, size: int):
-    """Window index of ``pos(m) - pos(n)`` for a 1-D axis, and whether it is in the window.
+def _offset_index(xp, length, size: int):
+    """Window index of ``pos(m) - pos(n)`` for a 1-D axis, and whether it is in the window
+    (``xp``: ``keras.ops`` or ``numpy``).
 
     Returns:
         ``index`` int32 ``[length, length]`` (rows n, columns m), clipped into range, and
         ``valid`` bool of the same shape.
     """
-    pos = ops.arange(length, dtype="int32")
+    pos = xp.arange(length, dtype="int32")
     index = pos[None, :] - pos[:, None] + size // 2
-    valid = ops.logical_and(index >= 0, index < size)
-    return ops.clip(index, 0, size - 1), valid
+    valid = xp.logical_and(index >= 0, index < size)
+    return xp.clip(index, 0, size - 1), valid
