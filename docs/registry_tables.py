@@ -2,7 +2,8 @@
 registries, as torchvision renders its model tables from its weights' metadata: the models
 from ``lambda_keras.zoo.list_models()``, the weights (metrics, files, rules, sources, terms)
 from ``registered_weights()``, the rules from ``lambda_keras.zoo.integrity.INTEGRITY_RULES``,
-the paper's FLOPs from ``lambda_keras.zoo.paper_table``, measured speeds from the benchmarks'
+the paper's FLOPs from ``lambda_keras.zoo.paper_table``, the keras-hub presets from
+``lambda_keras.hub.list_presets()``, measured speeds from the benchmarks'
 results files. Pages mark where each table goes::
 
     <!-- registry: models -->
@@ -31,6 +32,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 from marked_blocks import fill_blocks, rewrite_pages  # noqa: E402
 
 import lambda_keras.detection  # noqa: E402, F401  (registers torchvision's COCO weights)
+from lambda_keras.hub.presets import list_presets  # noqa: E402
 from lambda_keras.zoo import count_flops, paper_table  # noqa: E402
 from lambda_keras.zoo.integrity import INTEGRITY_RULES  # noqa: E402
 from lambda_keras.zoo.registry import list_models, model_info  # noqa: E402
@@ -86,8 +88,13 @@ def _paper_flops(name: str) -> str:
 
 
 def _weights_names(name: str) -> str:
+    """The model's registered weights, linked, and its keras-hub preset (``lambda_keras.hub``)."""
     specs = registered_weights(name).values()
-    return ", ".join(f"[`{s.name}`](weights.md#{_anchor(s.name)})" for s in specs)
+    names = ", ".join(f"[`{s.name}`](weights.md#{_anchor(s.name)})" for s in specs)
+    preset = f"{name}_imagenet"
+    if preset in list_presets():
+        names += f"<br>keras-hub preset [`{preset}`](weights.md#in-keras-hub)"
+    return names
 
 
 def _anchor(name: str) -> str:

@@ -35,10 +35,11 @@ def check_crop_fraction(crop_fraction) -> float:
 
 
 def center_crop(image, size: int, crop_fraction: float):
-    """Resize the shorter side to ``size / crop_fraction``, then take the central square."""
+    """Resize the shorter side to ``size / crop_fraction``, then take the central square, of
+    one image ``[height, width, channels]`` or a batch ``[batch, height, width, channels]``."""
     import tensorflow as tf
 
-    shape = tf.cast(tf.shape(image)[:2], tf.float32)
+    shape = tf.cast(tf.shape(image)[-3:-1], tf.float32)
     scale = size / crop_fraction / tf.reduce_min(shape)
     resized = tf.image.resize(
         image, tf.cast(tf.round(shape * scale), tf.int32), method="bicubic", antialias=True
@@ -47,8 +48,9 @@ def center_crop(image, size: int, crop_fraction: float):
 
 
 def eval_image(image, image_size: int, crop_fraction: float = 0.875):
-    """Evaluation preprocessing of one image (before normalisation): centre crop, float32 in
-    ``[0, 255]``. The serving graph applies exactly this."""
+    """Evaluation preprocessing of one image or a batch (before normalisation): centre crop,
+    float32 in ``[0, 255]``. The serving graph and keras-hub's image converters
+    ([`image_classifier`][lambda_keras.hub.image_classifier]) apply exactly this."""
     import tensorflow as tf
 
     image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)

@@ -62,6 +62,18 @@ def publish(
     return state
 
 
+def tamper(hub: LocalHub, architecture: str) -> None:
+    """Serve the registered ImageNet file of ``architecture`` with its last byte changed
+    (same size: a shorter file is refused by huggingface_hub itself), the Hub's record of it
+    unchanged."""
+    spec = imagenet_specs()[architecture]
+    repository = hub.repositories[spec.hub_repo]
+    _, tree = repository.tree(full_commit(spec.hub_revision))
+    tampered = bytearray(tree[spec.hub_filename])
+    tampered[-1] ^= 1
+    repository.tampered[spec.hub_filename] = bytes(tampered)
+
+
 @contextlib.contextmanager
 def pretrained_mirror(monkeypatch, architectures: tuple[str, ...] = ()) -> Iterator[LocalHub]:
     """A local Hub that the registry downloads from while the block runs, serving the

@@ -28,9 +28,17 @@ PAGES = sorted(p.name for p in DOCS.glob("*.md") if "```python" in p.read_text()
 PRINTED = {
     "layers.md": ["(2, 14, 14, 128)", "(4, 100, 64)"],
     "backends.md": ["(2, 10)"],
-    "zoo.md": ["(None, 2048)", "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']"],
+    "zoo.md": [
+        "(None, 2048)",
+        "['lambda_resnet50', 'lambda_resnet50_c4', 'lambda_resnet50ts']",
+        "TimmLambdaResNetImageClassifier (None, 1000)",
+    ],
+    "weights.md": ["same top five as the model above: True"],
     "index.md": ["(2, 14, 14, 128)", "(None, 10)", "(100, 4) (100, 90, 160)"],
-    "detection.md": ["LambdaResNetBackbone ['P2', 'P3', 'P4', 'P5']"],
+    "detection.md": [
+        "LambdaResNetBackbone ['P2', 'P3', 'P4', 'P5']",
+        "['boxes', 'confidence', 'labels', 'num_detections']",
+    ],
 }
 
 

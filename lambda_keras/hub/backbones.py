@@ -3,8 +3,9 @@
 Each class nests the zoo's backbone of the same name
 ([`pyramid_backbone`][lambda_keras.zoo.pyramid_backbone]: the same layers, no second copy of
 the architecture) in a `keras_hub.models.FeaturePyramidBackbone` (a keras-hub `Backbone`, as
-its own ResNet's), whose `pyramid_outputs` are its P2-P5 feature maps (keras-hub's convention
-for the image encoders of its detectors and segmenters)::
+its own ResNet's). As keras-hub's ResNet, the backbone's output is its last feature map (P5,
+what an `ImageClassifier` pools) and its `pyramid_outputs` are its P2-P5 feature maps
+(keras-hub's convention for the image encoders of its detectors and segmenters)::
 
     {"P2": [b, h/4, w/4, 256 * width], "P3": [b, h/8, w/8, 512 * width],
      "P4": [b, h/16, w/16, 1024 * width], "P5": [b, h/32, w/32, 2048 * width]}
@@ -23,14 +24,16 @@ import contextlib
 import keras
 import keras_hub
 
+from lambda_keras.hub.presets import ProjectPresets, check_saved_arguments
 from lambda_keras.zoo import pyramid_backbone
 
-__all__ = ["LambdaResNetBackbone", "ResNetRSBackbone"]
+__all__ = ["LambdaResNetBackbone", "ResNetRSBackbone", "TimmLambdaResNetBackbone"]
 
 
-class _HubPyramidBackbone(keras_hub.models.FeaturePyramidBackbone):
-    """What both share: the zoo's backbone ``BODY`` nested as one layer, images of
-    ``image_shape`` in, its P2-P5 out; the configuration is the constructor's arguments."""
+class _HubPyramidBackbone(ProjectPresets, keras_hub.models.FeaturePyramidBackbone):
+    """What all share: the zoo's backbone ``BODY`` nested as one layer, images of
+    ``image_shape`` in, P5 out and P2-P5 as ``pyramid_outputs``; the configuration is the
+    constructor's arguments."""
 
     BODY: type
 
@@ -48,7 +51,7 @@ class _HubPyramidBackbone(keras_hub.models.FeaturePyramidBackbone):
             body = self.BODY(input_shape=image_shape, weights=weights, **body_options)
             images = keras.Input(image_shape, name="images")
             pyramid = body(images)
-        super().__init__(inputs=images, outputs=pyramid, dtype=dtype, **kwargs)
+        super().__init__(inputs=images, outputs=pyramid["P5"], dtype=dtype, **kwargs)
         self.pyramid_outputs = pyramid
         self.image_shape = image_shape
         self.body_options = dict(body_options)
@@ -56,6 +59,11 @@ class _HubPyramidBackbone(keras_hub.models.FeaturePyramidBackbone):
     def get_config(self) -> dict:
         # weights come from the preset's weights file, never fetched again on loading
         return {**super().get_config(), "image_shape": self.image_shape, **self.body_options}
+
+    @classmethod
+    def from_config(cls, config):
+        check_saved_arguments(cls, config)
+        return cls(**config)
 
 
 @contextlib.contextmanager
@@ -103,8 +111,8 @@ class LambdaResNetBackbone(_HubPyramidBackbone):
             global policy.
         **kwargs: ``name``, ``trainable``: as any Keras model's.
 
-    Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5``, also
-    ``pyramid_outputs``.
+    Call: images ``[batch, height, width, 3]`` -> P5 ``[batch, height / 32, width / 32,
+    2048 * width_multiplier]``; ``pyramid_outputs``: P2...P5.
 
     Examples:
         >>> import tempfile
@@ -116,6 +124,8 @@ class LambdaResNetBackbone(_HubPyramidBackbone):
         >>> loaded = keras_hub.models.Backbone.from_preset(preset)
         >>> type(loaded).__name__, sorted(loaded.pyramid_outputs)
         ('LambdaResNetBackbone', ['P2', 'P3', 'P4', 'P5'])
+        >>> loaded.output.shape
+        (None, None, None, 256)
     """
 
     BODY = pyramid_backbone.LambdaResNetBackbone
@@ -159,8 +169,8 @@ class ResNetRSBackbone(_HubPyramidBackbone):
         weights: None, ``"imagenet"`` (timm's ``resnetrs<depth>.tf_in1k`` without its head,
             through the weights registry) or a ``.weights.h5`` file of the zoo's backbone.
 
-    Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5``, also
-    ``pyramid_outputs``.
+    Call: images ``[batch, height, width, 3]`` -> P5 ``[batch, height / 32, width / 32,
+    2048 * width_multiplier]``; ``pyramid_outputs``: P2...P5.
     """
 
     BODY = pyramid_backbone.ResNetRSBackbone
@@ -184,6 +194,47 @@ class ResNetRSBackbone(_HubPyramidBackbone):
             "stochastic_depth_rate": stochastic_depth_rate,
             "width_multiplier": width_multiplier,
         }
+        super().__init__(
+            image_shape=image_shape, weights=weights, body_options=options, dtype=dtype, **kwargs
+        )
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras.hub")
+class TimmLambdaResNetBackbone(_HubPyramidBackbone):
+    """One of timm's ImageNet LambdaResNets as a keras-hub backbone: the zoo's
+    [`TimmLambdaResNetBackbone`][lambda_keras.zoo.pyramid_backbone.TimmLambdaResNetBackbone]
+    inside. Its presets (`lambda_resnet26t_imagenet`, ...) carry timm's ImageNet weights
+    ([`presets`][lambda_keras.hub.presets]).
+
+    Args:
+        model: ``"lambda_resnet26t"``, ``"lambda_resnet26rpt_256"`` or ``"lambda_resnet50ts"``.
+        image_shape: ``(height, width, 3)``; height and width multiples of 32 or None
+            (``lambda_resnet26rpt_256``: ``(256, 256, 3)``, its relative position embeddings'
+            size).
+        weights: None, ``"imagenet"`` or a ``.weights.h5`` file of the zoo's backbone, loaded
+            into the body (a preset's weights come from the preset).
+        batch_norm: ``"standard"``, ``"synchronized"`` or ``"frozen"``.
+        implementation: The lambda layers' implementation (``"conv"``: linear memory).
+        dtype, **kwargs: As
+            [`LambdaResNetBackbone`][lambda_keras.hub.backbones.LambdaResNetBackbone].
+
+    Call: images ``[batch, height, width, 3]`` -> P5 ``[batch, height / 32, width / 32,
+    2048]``; ``pyramid_outputs``: P2...P5.
+    """
+
+    BODY = pyramid_backbone.TimmLambdaResNetBackbone
+
+    def __init__(
+        self,
+        model: str = "lambda_resnet50ts",
+        image_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        weights: str | None = None,
+        batch_norm: str = "standard",
+        implementation: str = "conv",
+        dtype=None,
+        **kwargs,
+    ):
+        options = {"model": model, "batch_norm": batch_norm, "implementation": implementation}
         super().__init__(
             image_shape=image_shape, weights=weights, body_options=options, dtype=dtype, **kwargs
         )

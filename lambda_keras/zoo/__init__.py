@@ -11,7 +11,8 @@
   ([`timm_lambda_resnet`][lambda_keras.zoo.timm_lambda_resnet]; timm's checkpoints map through
   [`timm_checkpoint`][lambda_keras.zoo.timm_checkpoint], the command line is ``convert_timm``).
 
-* ``LambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid backbones (P2-P5) for detection
+* ``LambdaResNetBackbone``, ``TimmLambdaResNetBackbone`` and ``ResNetRSBackbone``: feature-pyramid
+  backbones (P2-P5) for detection
   ([`pyramid_backbone`][lambda_keras.zoo.pyramid_backbone]).
 
 Every builder returns a ``ZooModel``: a functional ``keras.Model`` whose steps compile as one
@@ -52,7 +53,11 @@ from lambda_keras.zoo.lambda_resnet import (
     LambdaResNet420C4,
 )
 from lambda_keras.zoo.mobilenet_v2 import LambdaMobileNetV2, MobileNetV2
-from lambda_keras.zoo.pyramid_backbone import LambdaResNetBackbone, ResNetRSBackbone
+from lambda_keras.zoo.pyramid_backbone import (
+    LambdaResNetBackbone,
+    ResNetRSBackbone,
+    TimmLambdaResNetBackbone,
+)
 from lambda_keras.zoo.registry import (
     ModelInfo,
     get_model,
@@ -110,6 +115,7 @@ __all__ = [
     "ResNet50",
     "LambdaResNetBackbone",
     "ResNetRSBackbone",
+    "TimmLambdaResNetBackbone",
     "ModelInfo",
     "WeightsSpec",
     "count_flops",

@@ -1,4 +1,5 @@
-"""Feature-pyramid backbones for detection: LambdaResNets and ResNet-RS without their head.
+"""Feature-pyramid backbones for detection: LambdaResNets (the paper's and timm's) and ResNet-RS
+without their head.
 
 A backbone is a ``keras.Model`` from images ``[batch, height, width, 3]`` to the dict of the
 last feature map of each stage, also kept as its attribute ``pyramid_outputs`` (keras-hub's
@@ -32,11 +33,17 @@ import keras
 
 from lambda_keras import _validation as v
 from lambda_keras.layers.model_layers import all_layers
-from lambda_keras.zoo import applications
+from lambda_keras.zoo import applications, timm_lambda_resnet
 from lambda_keras.zoo.resnet_blocks import LambdaConfig
 from lambda_keras.zoo.resnet_family import DEPTHS, SPECS, build_family_model
 
-__all__ = ["BATCH_NORM_MODES", "LambdaResNetBackbone", "PYRAMID_LEVELS", "ResNetRSBackbone"]
+__all__ = [
+    "BATCH_NORM_MODES",
+    "PYRAMID_LEVELS",
+    "LambdaResNetBackbone",
+    "ResNetRSBackbone",
+    "TimmLambdaResNetBackbone",
+]
 
 BATCH_NORM_MODES = ("standard", "synchronized", "frozen")
 """The pyramid backbones' `batch_norm` values: per-replica, synchronised across replicas, or
@@ -49,60 +56,29 @@ STRIDE = 32
 
 
 class _PyramidBackbone(keras.Model):
-    """What both backbones share: the classifier body cut at each stage, BN modes, size checks.
+    """What every backbone shares: a zoo classifier's body (built without its head) cut at the
+    last block of each stage, batch-norm modes, size checks.
 
-    Subclasses name the registered zoo model to build and its squeeze-and-excitation stages
-    and lambda-layer settings (``family_options``, passed to ``build_family_model``).
+    Subclasses build the body and add their own arguments to ``get_config``.
     """
 
     def __init__(
         self,
-        depth: int,
+        body: keras.Model,
         *,
-        model_name: str,
-        family_options: dict,
+        stage_blocks: tuple[int, ...],
         input_shape: tuple[int | None, int | None, int],
-        weights: str | None,
         batch_norm: str,
-        stochastic_depth_rate: float,
-        width_multiplier: float,
-        name: str | None,
+        name: str,
         **kwargs,
     ):
-        v.one_of("batch_norm", batch_norm, BATCH_NORM_MODES)
-        if batch_norm == "synchronized" and keras.backend.backend() == "torch":
-            raise ValueError(
-                "batch_norm='synchronized' needs Keras on TensorFlow or JAX (Keras' "
-                "BatchNormalization(synchronized=True) does not run on PyTorch); received it "
-                "with the torch backend. Use batch_norm='standard' or 'frozen'."
-            )
-        input_shape = _check_input_shape(input_shape)
-        classifier = build_family_model(
-            SPECS[model_name],
-            applications.ApplicationArgs(
-                include_top=False, weights=weights, input_shape=input_shape, name=model_name
-            ),
-            dropout_rate=0.0,
-            stochastic_depth_rate=stochastic_depth_rate,
-            width_multiplier=width_multiplier,
-            **family_options,
-        )
-        blocks = DEPTHS[depth].blocks
         pyramid = {
-            level: classifier.get_layer(_stage_output(stage, blocks)).output
+            level: body.get_layer(_stage_output(stage, stage_blocks)).output
             for level, stage in PYRAMID_LEVELS.items()
         }
-        super().__init__(
-            inputs=classifier.input,
-            outputs=pyramid,
-            name=name or f"{model_name}_backbone",
-            **kwargs,
-        )
+        super().__init__(inputs=body.input, outputs=pyramid, name=name, **kwargs)
         self.pyramid_outputs = pyramid
-        self.depth = depth
         self.batch_norm = batch_norm
-        self.stochastic_depth_rate = stochastic_depth_rate
-        self.width_multiplier = width_multiplier
         self.image_shape = input_shape
         _apply_batch_norm_mode(self, batch_norm)
 
@@ -130,17 +106,76 @@ class _PyramidBackbone(keras.Model):
         return {
             "name": self.name,
             "trainable": self.trainable,
-            "depth": self.depth,
             "input_shape": self.image_shape,
             "weights": None,
             "batch_norm": self.batch_norm,
-            "stochastic_depth_rate": self.stochastic_depth_rate,
-            "width_multiplier": self.width_multiplier,
         }
 
     @classmethod
     def from_config(cls, config):
         return cls(**config)
+
+
+class _FamilyBackbone(_PyramidBackbone):
+    """The paper's families (``resnet_family``): a depth, stochastic depth and a width
+    multiplier; subclasses name the zoo model to build and its squeeze-and-excitation stages
+    and lambda-layer settings (``family_options``, passed to ``build_family_model``)."""
+
+    def __init__(
+        self,
+        depth: int,
+        *,
+        model_name: str,
+        family_options: dict,
+        input_shape: tuple[int | None, int | None, int],
+        weights: str | None,
+        batch_norm: str,
+        stochastic_depth_rate: float,
+        width_multiplier: float,
+        name: str | None,
+        **kwargs,
+    ):
+        _check_batch_norm(batch_norm)
+        input_shape = _check_input_shape(input_shape)
+        body = build_family_model(
+            SPECS[model_name],
+            applications.ApplicationArgs(
+                include_top=False, weights=weights, input_shape=input_shape, name=model_name
+            ),
+            dropout_rate=0.0,
+            stochastic_depth_rate=stochastic_depth_rate,
+            width_multiplier=width_multiplier,
+            **family_options,
+        )
+        super().__init__(
+            body,
+            stage_blocks=DEPTHS[depth].blocks,
+            input_shape=input_shape,
+            batch_norm=batch_norm,
+            name=name or f"{model_name}_backbone",
+            **kwargs,
+        )
+        self.depth = depth
+        self.stochastic_depth_rate = stochastic_depth_rate
+        self.width_multiplier = width_multiplier
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "depth": self.depth,
+            "stochastic_depth_rate": self.stochastic_depth_rate,
+            "width_multiplier": self.width_multiplier,
+        }
+
+
+def _check_batch_norm(batch_norm) -> None:
+    v.one_of("batch_norm", batch_norm, BATCH_NORM_MODES)
+    if batch_norm == "synchronized" and keras.backend.backend() == "torch":
+        raise ValueError(
+            "batch_norm='synchronized' needs Keras on TensorFlow or JAX (Keras' "
+            "BatchNormalization(synchronized=True) does not run on PyTorch); received it "
+            "with the torch backend. Use batch_norm='standard' or 'frozen'."
+        )
 
 
 def _check_depth(depth) -> int:
@@ -194,7 +229,7 @@ def _apply_batch_norm_mode(model: keras.Model, mode: str) -> None:
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
-class LambdaResNetBackbone(_PyramidBackbone):
+class LambdaResNetBackbone(_FamilyBackbone):
     """LambdaResNet-``depth`` (paper Table 19; ``c4=True``: the -C4 variant) as a pyramid backbone.
 
     Args:
@@ -256,7 +291,7 @@ class LambdaResNetBackbone(_PyramidBackbone):
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
-class ResNetRSBackbone(_PyramidBackbone):
+class ResNetRSBackbone(_FamilyBackbone):
     """ResNet-RS-``depth`` as a pyramid backbone (the paper's convolutional baseline).
 
     Args:
@@ -311,3 +346,68 @@ class ResNetRSBackbone(_PyramidBackbone):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "se": self.se}
+
+
+@keras.saving.register_keras_serializable(package="lambda_keras")
+class TimmLambdaResNetBackbone(_PyramidBackbone):
+    """One of timm's ImageNet LambdaResNets
+    ([`timm_lambda_resnet`][lambda_keras.zoo.timm_lambda_resnet]) as a pyramid backbone.
+
+    Args:
+        model: ``"lambda_resnet26t"``, ``"lambda_resnet26rpt_256"`` or ``"lambda_resnet50ts"``.
+        input_shape: ``(height, width, 3)``; height and width multiples of 32 or None
+            (``lambda_resnet26rpt_256``: a known size, ``(256, 256, 3)`` with its weights).
+        weights: None, ``"imagenet"`` (timm's weights without the head, through the weights
+            registry) or the path to a ``.weights.h5`` file saved from the same backbone.
+        batch_norm: ``"standard"``, ``"synchronized"`` or ``"frozen"`` (module docstring).
+        implementation: The lambda layers' implementation (``"conv"``: linear memory).
+        name: Model name.
+
+    Call: images ``[batch, height, width, 3]`` -> dict of ``P2``...``P5`` (256, 512, 1024 and
+    2048 channels), also ``pyramid_outputs``.
+
+    Examples:
+        >>> from lambda_keras import zoo
+        >>> backbone = zoo.TimmLambdaResNetBackbone("lambda_resnet26t")
+        >>> levels = backbone.pyramid_outputs
+        >>> {level: tuple(output.shape) for level, output in levels.items()}
+        ... # doctest: +NORMALIZE_WHITESPACE
+        {'P2': (None, None, None, 256), 'P3': (None, None, None, 512),
+         'P4': (None, None, None, 1024), 'P5': (None, None, None, 2048)}
+    """
+
+    def __init__(
+        self,
+        model: str = "lambda_resnet50ts",
+        input_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        weights: str | None = None,
+        batch_norm: str = "standard",
+        implementation: str = "conv",
+        name: str | None = None,
+        **kwargs,
+    ):
+        v.one_of("model", model, tuple(timm_lambda_resnet.SPECS))
+        _check_batch_norm(batch_norm)
+        input_shape = _check_input_shape(input_shape)
+        body = timm_lambda_resnet.build(
+            model,
+            implementation=implementation,
+            include_top=False,
+            weights=weights,
+            input_shape=input_shape,
+            name=model,
+        )
+        stages = timm_lambda_resnet.SPECS[model].stages
+        super().__init__(
+            body,
+            stage_blocks=tuple(stage.blocks for stage in stages),
+            input_shape=input_shape,
+            batch_norm=batch_norm,
+            name=name or f"{model}_backbone",
+            **kwargs,
+        )
+        self.model = model
+        self.implementation = implementation
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "model": self.model, "implementation": self.implementation}

@@ -52,6 +52,7 @@ __all__ = [
     "LambdaResNet50TS",
     "TimmLambdaResNetSpec",
     "TimmStage",
+    "build",
     "decode_predictions",
     "eval_image",
     "preprocess_input",
@@ -270,8 +271,9 @@ _DOC = """
             ``"conv"``, ``"depthwise"``); all give the same outputs."""
 
 
-def _timm_lambda_resnet(model_name: str, *, implementation: str, **application_args) -> keras.Model:
-    """What every timm port's builder does, with its own arguments."""
+def build(model_name: str, *, implementation: str, **application_args) -> keras.Model:
+    """What every timm port's builder does, with its own arguments: the model registered as
+    ``model_name`` (a key of ``SPECS``) with ``keras.applications``' arguments."""
     spec = SPECS[model_name]
     app = applications.ApplicationArgs(**application_args)
     if spec.fixed_input_size:
@@ -343,7 +345,7 @@ def LambdaResNet26T(
         model = lambda_keras.zoo.LambdaResNet26T(weights="imagenet")
         ```
     """
-    return _timm_lambda_resnet("lambda_resnet26t", **locals())
+    return build("lambda_resnet26t", **locals())
 
 
 @_timm_model("lambda_resnet26rpt_256")
@@ -366,7 +368,7 @@ def LambdaResNet26RPT256(
     the weights fit 256x256. ``weights="imagenet"``: timm's ``lambda_resnet26rpt_256.c1_in1k``
     (its metrics and file: ``registered_weights("lambda_resnet26rpt_256")``).
     """
-    return _timm_lambda_resnet("lambda_resnet26rpt_256", **locals())
+    return build("lambda_resnet26rpt_256", **locals())
 
 
 @_timm_model("lambda_resnet50ts")
@@ -397,4 +399,4 @@ def LambdaResNet50TS(
         model = lambda_keras.zoo.LambdaResNet50TS(weights="imagenet")
         ```
     """
-    return _timm_lambda_resnet("lambda_resnet50ts", **locals())
+    return build("lambda_resnet50ts", **locals())

@@ -47,6 +47,8 @@ __all__ = [
     "METRICS",
     "WeightsSpec",
     "load_registered",
+    "manifest_holds",
+    "pin",
     "register_converter",
     "register_timm_weights",
     "register_weights",
@@ -276,8 +278,9 @@ def _converter(spec: WeightsSpec, converted: str) -> Callable:
     return convert
 
 
-def _pin(spec: WeightsSpec) -> dict:
-    """What a converted file must have come from: the spec's rule, digest and revision."""
+def pin(spec: WeightsSpec) -> dict:
+    """What a file made from ``spec``'s download (a converted file, a keras-hub preset) must
+    have come from: the spec's rule, digest, address and revision."""
     return {
         "integrity": spec.integrity,
         "sha256": spec.sha256,
@@ -289,7 +292,7 @@ def _pin(spec: WeightsSpec) -> dict:
 
 def _write_manifest(converted: str, spec: WeightsSpec, fetched: downloads.Fetched) -> None:
     manifest = {
-        "pin": _pin(spec),
+        "pin": pin(spec),
         "source_sha256": fetched.sha256,
         "source_commit": fetched.commit,
         "converted_sha256": file_sha256(converted),
@@ -301,27 +304,48 @@ def _write_manifest(converted: str, spec: WeightsSpec, fetched: downloads.Fetche
 def _converted_file_holds(converted: str, spec: WeightsSpec) -> bool:
     """Whether the cached conversion is of the file ``spec`` pins and intact; one that is
     not is removed (with a warning when it was damaged), to be made again."""
-    manifest_path = f"{converted}.json"
     if not os.path.exists(converted):
         return False
+
+    def remove() -> None:
+        for path in (converted, f"{converted}.json"):
+            if os.path.exists(path):
+                os.remove(path)
+
+    return manifest_holds(
+        f"{converted}.json",
+        spec,
+        intact=lambda manifest: manifest["converted_sha256"] == file_sha256(converted),
+        remove=remove,
+        damaged=f"The converted weights {converted!r} do not have the SHA-256 recorded when "
+        "they were converted: removed, and converted again from the checked download.",
+    )
+
+
+def manifest_holds(
+    manifest_path: str,
+    spec: WeightsSpec,
+    *,
+    intact: Callable[[dict], bool],
+    remove: Callable[[], None],
+    damaged: str,
+) -> bool:
+    """Whether what was made from ``spec``'s download and cached beside the manifest at
+    ``manifest_path`` (a converted file, a keras-hub preset) came from the file ``spec`` pins
+    (the manifest's ``pin``) and is intact (``intact(manifest)``). What is not is removed
+    (``remove()``) to be made again, with the warning ``damaged`` when its pin was right."""
     try:
         with open(manifest_path) as f:
             manifest = json.load(f)
-        same_pin = manifest["pin"] == _pin(spec)
-        intact = same_pin and manifest["converted_sha256"] == file_sha256(converted)
-    except (OSError, ValueError, KeyError, TypeError):
-        same_pin = intact = False
-    if intact:
+        same_pin = manifest["pin"] == pin(spec)
+        whole = same_pin and intact(manifest)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        same_pin = whole = False
+    if whole:
         return True
     if same_pin:
-        warnings.warn(
-            f"The converted weights {converted!r} do not have the SHA-256 recorded when they were "
-            "converted: removed, and converted again from the checked download.",
-            stacklevel=3,
-        )
-    for path in (converted, manifest_path):
-        if os.path.exists(path):
-            os.remove(path)
+        warnings.warn(damaged, stacklevel=4)
+    remove()
     return False
 
 

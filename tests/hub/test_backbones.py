@@ -1,6 +1,7 @@
 """The zoo's pyramid backbones in keras-hub (lambda_keras/hub/backbones.py): a preset saved
 with keras-hub's `save_to_preset` loads through keras-hub's own `Backbone.from_preset` as the
-same class with the same P2-P5 outputs, a preset of another class is refused by keras-hub, the
+same class with the same P2-P5 (the output is P5, as keras-hub's ResNet's), a preset of
+another class is refused by keras-hub, a RetinaNet on a backbone trains a step and predicts, the
 configuration is the constructor's arguments, frozen batch norm stays frozen, a preset loads
 without its weights or at another precision, a dtype policy reaches the nested body's layers
 (quantized ones refused), and bad image shapes are refused naming `image_shape`. Run on
@@ -15,20 +16,40 @@ import keras
 import numpy as np
 import pytest
 
-from tests.backend import child_env
+from tests.backend import child_env, numpy
 
 keras_hub = pytest.importorskip("keras_hub")
 
-from lambda_keras.hub import LambdaResNetBackbone, ResNetRSBackbone  # noqa: E402
+from lambda_keras.hub import (  # noqa: E402
+    LambdaResNetBackbone,
+    ResNetRSBackbone,
+    TimmLambdaResNetBackbone,
+)
 
 TINY = {"width_multiplier": 0.125}  # depth 50, the smallest pyramid depth
 
 
-@pytest.mark.parametrize("cls", [LambdaResNetBackbone, ResNetRSBackbone])
-def test_a_preset_loads_through_keras_hub_as_the_same_backbone(cls, tmp_path):
-    backbone = cls(**TINY)
+def pyramid(backbone, images) -> dict:
+    """The backbone's P2-P5 on ``images`` (its output is P5, as keras-hub's ResNet's)."""
+    # a plain dict: the attribute is Keras' tracked dict, which JAX does not take as outputs
+    levels = keras.Model(backbone.input, dict(backbone.pyramid_outputs)).predict(images, verbose=0)
+    np.testing.assert_array_equal(backbone.predict(images, verbose=0), levels["P5"])
+    return levels
+
+
+@pytest.mark.parametrize(
+    "cls, options",
+    [
+        (LambdaResNetBackbone, TINY),
+        (ResNetRSBackbone, TINY),
+        (TimmLambdaResNetBackbone, {"model": "lambda_resnet26t"}),
+    ],
+    ids=lambda value: getattr(value, "__name__", ""),
+)
+def test_a_preset_loads_through_keras_hub_as_the_same_backbone(cls, options, tmp_path):
+    backbone = cls(**options)
     images = np.random.default_rng(0).normal(size=(2, 64, 96, 3)).astype("float32")
-    expected = backbone.predict(images, verbose=0)
+    expected = pyramid(backbone, images)
     backbone.save_to_preset(str(tmp_path))
     config = json.loads((tmp_path / "config.json").read_text())
     assert config["registered_name"] == f"lambda_keras.hub>{cls.__name__}"
@@ -36,7 +57,7 @@ def test_a_preset_loads_through_keras_hub_as_the_same_backbone(cls, tmp_path):
         loaded = loader.from_preset(str(tmp_path))
         assert type(loaded) is cls
         assert isinstance(loaded, keras_hub.models.FeaturePyramidBackbone)
-        got = loaded.predict(images, verbose=0)
+        got = pyramid(loaded, images)
         assert sorted(got) == sorted(loaded.pyramid_outputs) == ["P2", "P3", "P4", "P5"]
         for level, stride in (("P2", 4), ("P3", 8), ("P4", 16), ("P5", 32)):
             assert got[level].shape[1:3] == (64 // stride, 96 // stride)
@@ -87,13 +108,11 @@ def test_a_preset_loads_without_its_weights_or_at_another_precision(tmp_path):
     backbone = LambdaResNetBackbone(**TINY)
     backbone.save_to_preset(str(tmp_path))
     images = np.random.default_rng(1).normal(size=(1, 64, 64, 3)).astype("float32")
-    expected = backbone.predict(images, verbose=0)["P5"]
+    expected = backbone.predict(images, verbose=0)
     fresh = LambdaResNetBackbone.from_preset(str(tmp_path), load_weights=False)
-    assert not np.array_equal(fresh.predict(images, verbose=0)["P5"], expected)
+    assert not np.array_equal(fresh.predict(images, verbose=0), expected)
     half = LambdaResNetBackbone.from_preset(str(tmp_path), dtype="bfloat16")
-    assert keras.backend.standardize_dtype(half.predict(images, verbose=0)["P5"].dtype) == (
-        "bfloat16"
-    )
+    assert keras.backend.standardize_dtype(half.predict(images, verbose=0).dtype) == "bfloat16"
     assert keras.config.dtype_policy().name == "float32"
 
 
@@ -142,3 +161,29 @@ def test_lambda_keras_imports_no_keras_hub_and_the_hub_module_says_how_to_instal
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert 'pip install "lambda_keras[hub]"' in done.stdout
+
+
+def test_a_retinanet_on_a_backbone_trains_a_step_and_predicts():
+    """keras-hub's RetinaNet object detector on the hub backbone, at a tiny size."""
+    encoder = LambdaResNetBackbone(image_shape=(64, 64, 3), **TINY)
+    backbone = keras_hub.models.RetinaNetBackbone(
+        image_encoder=encoder, min_level=3, max_level=5, use_p5=False, image_shape=(64, 64, 3)
+    )
+    detector = keras_hub.models.RetinaNetObjectDetector(
+        backbone=backbone, num_classes=3, bounding_box_format="yxyx"
+    )
+    images = np.random.default_rng(2).uniform(0, 1, (2, 64, 64, 3)).astype("float32")
+    boxes = np.array([[[8, 8, 40, 40], [20, 24, 60, 56]]] * 2, "float32")
+    labels = np.array([[0, 2]] * 2, "int32")
+    before = {w.path: numpy(w).copy() for w in detector.trainable_weights}
+    history = detector.fit(
+        images, {"boxes": boxes, "labels": labels}, batch_size=2, epochs=1, verbose=0
+    )
+    assert np.isfinite(history.history["loss"][0])
+    moved = {
+        w.path for w in detector.trainable_weights if not np.array_equal(numpy(w), before[w.path])
+    }
+    assert "stem_1_conv/kernel" in moved  # the gradient reached the backbone's first layer
+    found = detector.predict(images, verbose=0)
+    assert {"boxes", "labels", "confidence", "num_detections"} <= set(found)
+    assert found["boxes"].shape[0] == 2 and found["boxes"].shape[-1] == 4

@@ -12,7 +12,13 @@ import pytest
 from lambda_keras import zoo
 from lambda_keras.zoo import timm_checkpoint
 from lambda_keras.zoo import weights as weights_lib
-from tests.pretrained_mirror import full_commit, imagenet_specs, pretrained_mirror, publish
+from tests.pretrained_mirror import (
+    full_commit,
+    imagenet_specs,
+    pretrained_mirror,
+    publish,
+    tamper,
+)
 
 IMAGENET = imagenet_specs()
 
@@ -59,10 +65,7 @@ def test_a_tampered_download_is_refused_and_removed_and_nothing_is_loaded(hub, m
     """Same size, one byte changed (a shorter file is refused by huggingface_hub itself)."""
     publish(hub, "lambda_resnet26t", monkeypatch)
     spec = IMAGENET["lambda_resnet26t"]
-    commit, tree = hub.repositories[spec.hub_repo].tree(full_commit(spec.hub_revision))
-    tampered = bytearray(tree[spec.hub_filename])
-    tampered[-1] ^= 1
-    hub.repositories[spec.hub_repo].tampered[spec.hub_filename] = bytes(tampered)
+    tamper(hub, "lambda_resnet26t")
     with pytest.raises(
         ValueError, match=r"expected SHA-256 [0-9a-f]{64} \(Hub commit's LFS"
     ) as err:

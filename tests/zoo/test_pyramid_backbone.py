@@ -103,6 +103,41 @@ def test_synchronized_batch_norm_reaches_the_lambda_layers():
     assert np.isfinite(numpy(out["P5"])).all()
 
 
+def test_timm_backbone_is_the_timm_classifier_s_body_cut_at_each_stage():
+    """Same layers and names as the zoo's port (its weights load by name), P2-P5 at the last
+    block of each stage; its configuration round-trips and saving keeps the pyramid."""
+    backbone = zoo.TimmLambdaResNetBackbone("lambda_resnet26t", batch_norm="frozen")
+    classifier = zoo.LambdaResNet26T(input_shape=(64, 96, 3))
+    classifier.set_weights(backbone.get_weights() + classifier.get_weights()[-2:])
+    x = _images(64, 96)
+    out = backbone(x)
+    for level, layer in (("P2", "c2_block2_out"), ("P4", "c4_block2_out"), ("P5", "features")):
+        expected = keras.Model(classifier.input, classifier.get_layer(layer).output)(x)
+        np.testing.assert_allclose(numpy(out[level]), numpy(expected), atol=1e-4, err_msg=level)
+    assert out["P3"].shape[1:] == (8, 12, 512)
+    config = backbone.get_config()
+    assert {k: config[k] for k in ("model", "batch_norm", "implementation")} == {
+        "model": "lambda_resnet26t",
+        "batch_norm": "frozen",
+        "implementation": "conv",
+    }
+    assert zoo.TimmLambdaResNetBackbone.from_config(config).get_config() == config
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"model": "lambda_resnet50"}, "`model` must be one of 'lambda_resnet26t'"),
+        ({"model": "lambda_resnet26rpt_256"}, "must have a known height and width"),
+        ({"input_shape": (96, 100, 3)}, "multiples of 32"),
+        ({"batch_norm": "sync"}, "`batch_norm` must be one of"),
+    ],
+)
+def test_timm_backbone_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        zoo.TimmLambdaResNetBackbone(**kwargs)
+
+
 @pytest.fixture
 def classifier_weights(tmp_path, monkeypatch):
     """A LambdaResNet-50 classifier's weights, registered with a file:// URL."""
