@@ -3,7 +3,7 @@
 Keras picks its backend once per process, so the backend-neutral tests run again in a child
 pytest with ``KERAS_BACKEND`` set: by default the NumPy-reference equalities of the lambda layer
 (outputs and gradients, every implementation and option, mixed precision, inside ``predict``),
-the keras-hub backbones' presets, a zoo model and a Mask R-CNN (on a tiny backbone; on a
+a zoo model and a Mask R-CNN (on a tiny backbone; on a
 LambdaResNet under ``-m slow``) trained,
 saved and exchanged as ``.keras`` files with this TensorFlow process (the detector's detections,
 losses and gradient norm equal to TensorFlow's), bad training targets (refused before ``fit``,
@@ -17,6 +17,8 @@ torchvision's COCO weights, where neither TensorFlow nor PyTorch can be imported
 in the test extra (its PyPI wheel pulls GB of CUDA libraries): its run is skipped unless torch
 is installed.
 The child cannot import TensorFlow at all, which proves that what it tests needs none.
+keras-hub's backbones, classifiers and presets run in a child of their own that may import
+TensorFlow (keras-hub's task pipelines run in tf.data).
 """
 
 import importlib.util
@@ -58,11 +60,6 @@ CORE = [
     "tests/detection/test_proposals.py",
     "tests/detection/test_detections.py",
     "tests/zoo/test_every_backend.py",
-    "tests/hub/test_backbones.py",
-    "tests/hub/test_image_classifier.py",
-    # the presets' predictions on each backend (their cache and checks are backend-neutral)
-    "tests/hub/test_presets.py::test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_"
-    "photos",
     "tests/detection/test_every_backend.py",
     "tests/detection/test_target_checks.py",
     "tests/detection/ops/test_nms.py",
@@ -100,11 +97,25 @@ EVERYTHING = [
 ]
 
 
+# keras-hub on each backend, in a child that may import TensorFlow: keras-hub 0.32 runs its
+# tasks' preprocessing in tf.data (or Grain) and requires tensorflow-text, so TensorFlow is
+# there wherever keras-hub is. The presets' cache and checks are backend-neutral (TensorFlow
+# run only): their predictions run on each backend.
+HUB = [
+    "tests/hub/test_backbones.py",
+    "tests/hub/test_image_classifier.py",
+    "tests/hub/test_presets.py::test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_"
+    "photos",
+]
+
 # The child runs with TensorFlow unimportable: the layers, the zoo and these tests need none.
-WITHOUT_TENSORFLOW = NO_TENSORFLOW + "import pytest\nsys.exit(pytest.main(sys.argv[1:]))\n"
+RUN_PYTEST = "import pytest\nsys.exit(pytest.main(sys.argv[1:]))\n"
+WITHOUT_TENSORFLOW = NO_TENSORFLOW + RUN_PYTEST
 
 
-def run_child_pytest(backend: str, tests: list[str], exchange: Path, marks: str):
+def run_child_pytest(
+    backend: str, tests: list[str], exchange: Path, marks: str, tensorflow: bool = False
+):
     env = {
         **os.environ,
         "KERAS_BACKEND": backend,
@@ -114,7 +125,8 @@ def run_child_pytest(backend: str, tests: list[str], exchange: Path, marks: str)
     env.pop("PYTEST_ADDOPTS", None)
     if backend == "jax":  # tiny tensors: XLA's compile time is the cost, not the code it makes
         env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} {FAST_XLA_COMPILE}".strip()
-    command = [sys.executable, "-c", WITHOUT_TENSORFLOW, *tests, "-n", "0", "-q", "-m", marks]
+    script = "import sys\n" + RUN_PYTEST if tensorflow else WITHOUT_TENSORFLOW
+    command = [sys.executable, "-c", script, *tests, "-n", "0", "-q", "-m", marks]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
 
 
@@ -174,3 +186,16 @@ def test_layers_zoo_and_detection_on(backend, scope, tmp_path, monkeypatch):
     assert (tmp_path / f"{backend}.keras").exists(), summary
     assert (tmp_path / f"{backend}_detector.keras").exists(), summary
     check_returned_models(tmp_path, backend)
+
+
+@pytest.mark.end_to_end
+@pytest.mark.parametrize("backend", ["jax", pytest.param("torch", marks=pytest.mark.torch)])
+def test_keras_hub_on(backend, tmp_path):
+    """keras-hub's backbones, classifiers, image converters, presets and RetinaNet on JAX and
+    PyTorch (HUB), TensorFlow importable."""
+    if importlib.util.find_spec(backend) is None or importlib.util.find_spec("keras_hub") is None:
+        pytest.skip(f"{backend} or keras_hub is not installed")
+    result = run_child_pytest(backend, HUB, tmp_path, "not slow", tensorflow=True)
+    summary = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
+    assert re.search(r"\d+ passed", summary) and not re.search("failed|skipped", summary), summary

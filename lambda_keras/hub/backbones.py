@@ -11,10 +11,12 @@ what an `ImageClassifier` pools) and its `pyramid_outputs` are its P2-P5 feature
      "P4": [b, h/16, w/16, 1024 * width], "P5": [b, h/32, w/32, 2048 * width]}
 
 `save_to_preset(directory)` writes keras-hub's preset files (`config.json`, `metadata.json`,
-`model.weights.h5`) and `keras_hub.models.Backbone.from_preset(directory)` builds the class
-again from the configuration and loads the weights, once `lambda_keras.hub` is imported. The
-classes are registered as `lambda_keras.hub>LambdaResNetBackbone` and
-`lambda_keras.hub>ResNetRSBackbone` (the zoo's own are `lambda_keras>...`).
+`model.weights.h5`) and the project's `lambda_keras.json`
+([`presets`][lambda_keras.hub.presets]), and `keras_hub.models.Backbone.from_preset(directory)`
+builds the class again from the configuration and loads the weights, once `lambda_keras.hub`
+is imported. The classes are registered as `lambda_keras.hub>LambdaResNetBackbone`,
+`lambda_keras.hub>TimmLambdaResNetBackbone` and `lambda_keras.hub>ResNetRSBackbone` (the zoo's
+own are `lambda_keras>...`); their `from_preset` also takes the project's preset names.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class _HubPyramidBackbone(ProjectPresets, keras_hub.models.FeaturePyramidBackbon
         **kwargs,
     ):
         image_shape = pyramid_backbone._check_input_shape(image_shape, name="image_shape")
-        with _dtype_policy(dtype):
+        with global_dtype_policy(dtype):
             body = self.BODY(input_shape=image_shape, weights=weights, **body_options)
             images = keras.Input(image_shape, name="images")
             pyramid = body(images)
@@ -67,7 +69,7 @@ class _HubPyramidBackbone(ProjectPresets, keras_hub.models.FeaturePyramidBackbon
 
 
 @contextlib.contextmanager
-def _dtype_policy(dtype):
+def global_dtype_policy(dtype):
     """The layers made inside take ``dtype`` (a name, a policy or its configuration) as their
     policy, where given: Keras' global policy, set for the construction and restored after it,
     errors included (Keras keeps it per thread: layers another thread makes meanwhile do not
@@ -208,9 +210,9 @@ class TimmLambdaResNetBackbone(_HubPyramidBackbone):
 
     Args:
         model: ``"lambda_resnet26t"``, ``"lambda_resnet26rpt_256"`` or ``"lambda_resnet50ts"``.
-        image_shape: ``(height, width, 3)``; height and width multiples of 32 or None
-            (``lambda_resnet26rpt_256``: ``(256, 256, 3)``, its relative position embeddings'
-            size).
+        image_shape: ``(height, width, 3)``; height and width multiples of 32 or None. None
+            (the default): ``(None, None, 3)``, and ``(256, 256, 3)`` for
+            ``lambda_resnet26rpt_256`` (its relative position embeddings' size).
         weights: None, ``"imagenet"`` or a ``.weights.h5`` file of the zoo's backbone, loaded
             into the body (a preset's weights come from the preset).
         batch_norm: ``"standard"``, ``"synchronized"`` or ``"frozen"``.
@@ -227,13 +229,15 @@ class TimmLambdaResNetBackbone(_HubPyramidBackbone):
     def __init__(
         self,
         model: str = "lambda_resnet50ts",
-        image_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        image_shape: tuple[int | None, int | None, int] | None = None,
         weights: str | None = None,
         batch_norm: str = "standard",
         implementation: str = "conv",
         dtype=None,
         **kwargs,
     ):
+        if image_shape is None:
+            image_shape = self.BODY.default_input_shape(model)
         options = {"model": model, "batch_norm": batch_norm, "implementation": implementation}
         super().__init__(
             image_shape=image_shape, weights=weights, body_options=options, dtype=dtype, **kwargs

@@ -4,8 +4,10 @@ file: the preset of every registered ImageNet file ([`presets`][lambda_keras.hub
 For each backbone of [`backbones`][lambda_keras.hub.backbones], keras-hub's three classes:
 
 * an image converter: the evaluation transform of the weights (the shorter side resized,
-  bicubic and antialiased, to ``image_size / crop_fraction``, then the central square, exactly
-  the zoo's ``eval_image``), then ``scale`` and ``offset`` (the ImageNet mean and standard
+  bicubic and antialiased, to ``image_size / crop_fraction``, then the central square: the
+  zoo's ``eval_image``, in ``tf.data`` exactly, on Keras' backend within 0.013 on the
+  ``[0, 255]`` scale; image by image for photos of several sizes), then ``scale`` and
+  ``offset`` (the ImageNet mean and standard
   deviation of the ``"torch"`` preprocessing);
 * an ``ImageClassifierPreprocessor`` holding it;
 * an ``ImageClassifier``: the backbone, global average pooling, dropout and a dense layer
@@ -33,11 +35,10 @@ from __future__ import annotations
 
 import keras
 import keras_hub
-import numpy as np
 
 from lambda_keras import preprocessing
 from lambda_keras.hub import backbones
-from lambda_keras.hub.presets import ProjectPresets, register_preset_builder
+from lambda_keras.hub.presets import project_presets, register_preset_builder
 from lambda_keras.zoo import resnet_family, timm_lambda_resnet
 from lambda_keras.zoo.registry import get_model
 from lambda_keras.zoo.weights_spec import WeightsSpec
@@ -102,24 +103,36 @@ class _EvalImageConverter(keras_hub.layers.ImageConverter):
         return super().call(inputs)
 
     def _eval_crop(self, images):
-        """The zoo's ``eval_image`` (TensorFlow's resize, as the serving graph): in a
-        ``tf.data`` pipeline on the TensorFlow tensors, else on the host."""
-        size = self.image_size[0]
+        """The zoo's ``eval_image``: in a ``tf.data`` pipeline on the TensorFlow tensors, else
+        on Keras' backend (``eval_image_on_backend``, no TensorFlow needed). A list of images
+        of several sizes (a ragged tensor, as keras-hub's preprocessors pass it) is cropped
+        image by image."""
+        size, fraction = self.image_size[0], self.crop_fraction
+        if type(images).__name__ == "RaggedTensor":
+            return self._eval_crop_each(images)
         if self._use_tf_workflow():
-            return preprocessing.eval_image(images, size, self.crop_fraction)
+            return preprocessing.eval_image(images, size, fraction)
         if isinstance(images, (list, tuple)):
-            return np.stack([self._eval_crop(image) for image in images])
-        if keras.ops.is_tensor(images):
-            images = keras.ops.convert_to_numpy(images)
-        return np.asarray(preprocessing.eval_image(np.asarray(images), size, self.crop_fraction))
+            return keras.ops.stack([self._eval_crop(image) for image in images])
+        return preprocessing.eval_image_on_backend(images, size, fraction)
+
+    def _eval_crop_each(self, images):
+        """``[batch, (height), (width), channels]`` ragged -> ``[batch, size, size, channels]``:
+        each image on its own (padding them to one size first would crop the padding)."""
+        import tensorflow as tf
+
+        size = self.image_size[0]
+        if tf.executing_eagerly():
+            return keras.ops.stack([self._eval_crop(image.to_tensor().numpy()) for image in images])
+
+        def crop(image):
+            return preprocessing.eval_image(image.to_tensor(), size, self.crop_fraction)
+
+        spec = tf.TensorSpec((size, size, None), tf.float32)
+        return tf.map_fn(crop, images, fn_output_signature=spec)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "crop_fraction": self.crop_fraction}
-
-
-class _ZooImageClassifier(ProjectPresets, keras_hub.models.ImageClassifier):
-    """keras-hub's ``ImageClassifier`` on one of the project's backbones; ``from_preset`` also
-    takes the project's preset names."""
 
 
 def normalization(preprocessing_mode: str) -> dict[str, list[float] | float]:
@@ -157,7 +170,8 @@ class LambdaResNetImageClassifierPreprocessor(keras_hub.models.ImageClassifierPr
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras.hub")
-class LambdaResNetImageClassifier(_ZooImageClassifier):
+@project_presets
+class LambdaResNetImageClassifier(keras_hub.models.ImageClassifier):
     """An image classifier on the paper's LambdaResNets: keras-hub's ``ImageClassifier``
     (``backbone``, ``num_classes``, ``preprocessor``, ``pooling``, ``activation``,
     ``dropout``, ``head_dtype``) on a
@@ -200,7 +214,8 @@ class TimmLambdaResNetImageClassifierPreprocessor(keras_hub.models.ImageClassifi
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras.hub")
-class TimmLambdaResNetImageClassifier(_ZooImageClassifier):
+@project_presets
+class TimmLambdaResNetImageClassifier(keras_hub.models.ImageClassifier):
     """An image classifier on timm's LambdaResNets (as
     [`LambdaResNetImageClassifier`][lambda_keras.hub.LambdaResNetImageClassifier], on a
     [`TimmLambdaResNetBackbone`][lambda_keras.hub.TimmLambdaResNetBackbone]); presets
@@ -230,7 +245,8 @@ class ResNetRSImageClassifierPreprocessor(keras_hub.models.ImageClassifierPrepro
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras.hub")
-class ResNetRSImageClassifier(_ZooImageClassifier):
+@project_presets
+class ResNetRSImageClassifier(keras_hub.models.ImageClassifier):
     """An image classifier on ResNet-RS (as
     [`LambdaResNetImageClassifier`][lambda_keras.hub.LambdaResNetImageClassifier], on a
     [`ResNetRSBackbone`][lambda_keras.hub.ResNetRSBackbone]); presets
@@ -247,10 +263,8 @@ def _family(architecture: str) -> tuple[type, dict, type]:
     """The hub backbone class, its arguments and the classifier class of a zoo
     architecture."""
     if architecture in timm_lambda_resnet.SPECS:
-        spec = timm_lambda_resnet.SPECS[architecture]
-        shape = (spec.image_size, spec.image_size, 3) if spec.fixed_input_size else (None, None, 3)
         # "auto": the zoo classifier's choice at the weights' size
-        arguments = {"model": architecture, "image_shape": shape, "implementation": "auto"}
+        arguments = {"model": architecture, "implementation": "auto"}
         return backbones.TimmLambdaResNetBackbone, arguments, TimmLambdaResNetImageClassifier
     depth = resnet_family.SPECS[architecture].depth.depth
     if architecture.startswith("resnet_rs"):
@@ -259,24 +273,26 @@ def _family(architecture: str) -> tuple[type, dict, type]:
     return backbones.LambdaResNetBackbone, arguments, LambdaResNetImageClassifier
 
 
-def classifier_with_weights(spec: WeightsSpec) -> _ZooImageClassifier:
+def classifier_with_weights(spec: WeightsSpec) -> keras_hub.models.ImageClassifier:
     """The keras-hub classifier holding the registered weights ``spec``: the zoo model loaded
     through the registry (its file checked and converted), its weights assigned by name to the
     classifier, whose converter has the file's evaluation size, crop and normalisation."""
     backbone_cls, arguments, classifier_cls = _family(spec.architecture)
-    source = get_model(spec.architecture, weights=spec.name)
     size = spec.input_size
-    converter = classifier_cls.preprocessor_cls.image_converter_cls(
-        image_size=(size, size),
-        crop_fraction=spec.crop_fraction,
-        **normalization(spec.preprocessing),
-    )
-    classifier = classifier_cls(
-        backbone=backbone_cls(**arguments),
-        num_classes=spec.classes,
-        preprocessor=classifier_cls.preprocessor_cls(converter),
-        activation="softmax",  # as the zoo's classifiers: probabilities
-    )
+    # In float32 whatever the global policy: the preset is cached for every later user.
+    with backbones.global_dtype_policy("float32"):
+        source = get_model(spec.architecture, weights=spec.name)
+        converter = classifier_cls.preprocessor_cls.image_converter_cls(
+            image_size=(size, size),
+            crop_fraction=spec.crop_fraction,
+            **normalization(spec.preprocessing),
+        )
+        classifier = classifier_cls(
+            backbone=backbone_cls(**arguments),
+            num_classes=spec.classes,
+            preprocessor=classifier_cls.preprocessor_cls(converter),
+            activation="softmax",  # as the zoo's classifiers: probabilities
+        )
     _assign_by_path(source, classifier, spec.name)
     return classifier
 
@@ -286,7 +302,8 @@ def _assign_by_path(source: keras.Model, target: keras.Model, name: str) -> None
     variable name); both must hold exactly the same paths."""
     values = {weight.path: weight for weight in source.weights}
     paths = [weight.path for weight in target.weights]
-    if sorted(paths) != sorted(values) or len(set(paths)) != len(paths):
+    unique = len(set(paths)) == len(paths) and len(values) == len(source.weights)
+    if sorted(paths) != sorted(values) or not unique:
         missing = sorted(set(paths) - set(values))[:5]
         extra = sorted(set(values) - set(paths))[:5]
         raise RuntimeError(

@@ -7,9 +7,12 @@ keras-hub classifier ([`image_classifier`][lambda_keras.hub.image_classifier]) i
 name resolves here: the first call fetches the weights through the registry (checked by their
 integrity rule and converted, exactly as ``get_model(name, weights="imagenet")`` does), builds
 the classifier with the file's preprocessing, and saves it with keras-hub's ``save_to_preset``
-into the project's folder of the Keras cache, beside a manifest: the pin of the weights it came
-from and the SHA-256 of every file. Later calls check the manifest; a preset made from another
-pin, or whose files changed, is made again (with a warning when a file was damaged).
+into the project's folder of the Keras cache with a manifest (``manifest.json``): what it was
+made from (the pin of the weights, their size, crop, normalisation and classes, the release and
+preset format) and the SHA-256 of every file. Later calls check the manifest; a preset made
+from anything else, or whose files changed, is made again (with a warning when a file was
+damaged). The preset appears whole or not at all (a staging directory renamed), also when
+several processes make it at once.
 
 ```python
 import keras_hub
@@ -46,6 +49,7 @@ from lambda_keras.zoo.weights_spec import WeightsSpec
 
 __all__ = [
     "FORMAT_FILE",
+    "MANIFEST",
     "PRESET_FORMAT",
     "ProjectPresets",
     "check_format",
@@ -53,6 +57,7 @@ __all__ = [
     "list_presets",
     "preset_directory",
     "preset_weights",
+    "project_presets",
     "register_preset_builder",
     "resolve",
     "write_format",
@@ -62,6 +67,8 @@ PRESET_FORMAT = 1
 """The format of the presets this release writes; a preset of a newer format is refused."""
 FORMAT_FILE = "lambda_keras.json"
 """The file of a preset directory that names its format and the release that wrote it."""
+MANIFEST = "manifest.json"
+"""The file of a cached preset that records what it was made from and its files' SHA-256."""
 ALIAS = "imagenet"
 # Zoo architecture -> the function that builds its keras-hub classifier holding the registered
 # weights `spec` (filled by lambda_keras.hub.image_classifier when it is imported).
@@ -130,31 +137,51 @@ def preset_directory(name: str) -> str:
     return folder
 
 
+def _recipe(spec: WeightsSpec) -> dict:
+    """What a cached preset was made from: the weights' pin, what the classifier takes from
+    the spec, and the release and preset format that made it (another one makes it again)."""
+    return {
+        **weights_lib.pin(spec),
+        "architecture": spec.architecture,
+        "input_size": spec.input_size,
+        "crop_fraction": spec.crop_fraction,
+        "preprocessing": spec.preprocessing,
+        "classes": spec.classes,
+        "lambda_keras_version": lambda_keras.__version__,
+        "preset_format": PRESET_FORMAT,
+    }
+
+
 def _make(spec: WeightsSpec, folder: str) -> None:
-    """Build the classifier of ``spec`` and save it as a preset in ``folder``, through a
-    staging directory: ``folder`` is complete, with its manifest, or absent."""
+    """Build the classifier of ``spec`` and save it as a preset in ``folder``, its manifest
+    inside, through a staging directory renamed at the end: ``folder`` is whole or absent. A
+    process that finds ``folder`` made meanwhile (by another process) keeps that one."""
     classifier = _BUILDERS[spec.architecture](spec)
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     staging = tempfile.mkdtemp(prefix=".staging-", dir=parent)
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would keep a shared cache's users out
         classifier.save_to_preset(staging)
-        files = {name: file_sha256(os.path.join(staging, name)) for name in os.listdir(staging)}
-        os.replace(staging, folder)
+        files = {
+            name: file_sha256(os.path.join(staging, name)) for name in sorted(os.listdir(staging))
+        }
+        manifest = {"pin": _recipe(spec), "weights": spec.name, "files": files}
+        with open(os.path.join(staging, MANIFEST), "w") as f:
+            json.dump(manifest, f, indent=1)
+        try:
+            os.replace(staging, folder)
+        except OSError:
+            if not os.path.isdir(folder):
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    manifest = {
-        "pin": weights_lib.pin(spec),
-        "weights": spec.name,
-        "lambda_keras_version": lambda_keras.__version__,
-        "files": dict(sorted(files.items())),
-    }
-    with open(f"{folder}.json", "w") as f:
-        json.dump(manifest, f, indent=1)
 
 
 def _preset_holds(folder: str, spec: WeightsSpec) -> bool:
-    """Whether the cached preset is of the weights ``spec`` pins and its files are those its
+    """Whether the cached preset was made from ``_recipe(spec)`` and its files are those its
     manifest records; one that is not is removed (with a warning when a file was damaged),
     to be made again."""
     if not os.path.isdir(folder):
@@ -162,20 +189,15 @@ def _preset_holds(folder: str, spec: WeightsSpec) -> bool:
 
     def intact(manifest: dict) -> bool:
         files = manifest["files"]
-        return sorted(os.listdir(folder)) == sorted(files) and all(
+        return sorted(os.listdir(folder)) == sorted([*files, MANIFEST]) and all(
             file_sha256(os.path.join(folder, name)) == digest for name, digest in files.items()
         )
 
-    def remove() -> None:
-        shutil.rmtree(folder, ignore_errors=True)
-        if os.path.exists(f"{folder}.json"):
-            os.remove(f"{folder}.json")
-
     return weights_lib.manifest_holds(
-        f"{folder}.json",
-        spec,
+        os.path.join(folder, MANIFEST),
+        _recipe(spec),
         intact=intact,
-        remove=remove,
+        remove=lambda: shutil.rmtree(folder, ignore_errors=True),
         damaged=f"The preset {folder!r} does not hold the files its manifest records (a file "
         "was changed, added or removed): removed, and made again from the checked weights.",
     )
@@ -187,8 +209,10 @@ def resolve(preset):
     directory's format is checked (``check_format``)."""
     if isinstance(preset, str) and preset in _presets():
         return preset_directory(preset)
-    if isinstance(preset, (str, os.PathLike)) and os.path.isdir(preset):
-        check_format(os.fspath(preset))
+    if isinstance(preset, os.PathLike):
+        preset = os.fspath(preset)  # keras-hub takes a str
+    if isinstance(preset, str) and os.path.isdir(preset):
+        check_format(preset)
     return preset
 
 
@@ -201,20 +225,24 @@ def check_format(directory: str) -> None:
     path = os.path.join(directory, FORMAT_FILE)
     if not os.path.exists(path):
         return
-    with open(path) as f:
-        written = json.load(f)
-    if written.get("preset_format", PRESET_FORMAT) > PRESET_FORMAT:
+    try:
+        with open(path) as f:
+            written = json.load(f)
+        version = int(written.get("preset_format", PRESET_FORMAT))
+        files = [str(name) for name in written.get("files", ())]
+    except (OSError, ValueError, TypeError, AttributeError) as error:
+        raise ValueError(
+            f"The preset file {path!r} is damaged ({error}): nothing was loaded. Save the preset "
+            "again, or copy it whole."
+        ) from error
+    if version > PRESET_FORMAT:
         raise ValueError(
             f"The preset {directory!r} was written by lambda_keras "
             f"{written.get('lambda_keras_version', '?')} in preset format "
-            f"{written['preset_format']}; lambda_keras {lambda_keras.__version__} reads format "
+            f"{version}; lambda_keras {lambda_keras.__version__} reads format "
             f"{PRESET_FORMAT} and older. Upgrade: pip install -U lambda_keras."
         )
-    missing = [
-        name
-        for name in written.get("files", ())
-        if not os.path.exists(os.path.join(directory, name))
-    ]
+    missing = [name for name in files if not os.path.exists(os.path.join(directory, name))]
     if missing:
         raise ValueError(
             f"The preset {directory!r} lacks {missing}, saved with it: nothing was loaded. "
@@ -249,9 +277,11 @@ def check_saved_arguments(cls: type, config: dict) -> None:
 
 
 class ProjectPresets:
-    """Mixed into the project's keras-hub classes: ``from_preset`` also takes the project's
+    """Mixed into the project's keras-hub backbones: ``from_preset`` also takes the project's
     preset names and checks a directory's format; ``save_to_preset`` writes the format file
-    beside keras-hub's."""
+    beside keras-hub's. (The classifiers get the same from
+    [`project_presets`][lambda_keras.hub.presets.project_presets], which keeps keras-hub's
+    class as their direct base, the task keras-hub names in a preset's metadata.)"""
 
     @classmethod
     def from_preset(cls, preset, load_weights: bool = True, **kwargs):
@@ -263,3 +293,21 @@ class ProjectPresets:
         """keras-hub's ``save_to_preset``, plus ``lambda_keras.json`` (module docstring)."""
         super().save_to_preset(preset_dir, **kwargs)
         write_format(os.fspath(preset_dir))
+
+
+def project_presets(cls: type) -> type:
+    """Class decorator: ``ProjectPresets``' ``from_preset`` and ``save_to_preset`` on ``cls``
+    itself, so that its direct base stays keras-hub's task class."""
+
+    def from_preset(klass, preset, load_weights: bool = True, **kwargs):
+        return super(cls, klass).from_preset(resolve(preset), load_weights=load_weights, **kwargs)
+
+    def save_to_preset(self, preset_dir, **kwargs) -> None:
+        super(cls, self).save_to_preset(preset_dir, **kwargs)
+        write_format(os.fspath(preset_dir))
+
+    from_preset.__doc__ = ProjectPresets.from_preset.__doc__
+    save_to_preset.__doc__ = ProjectPresets.save_to_preset.__doc__
+    cls.from_preset = classmethod(from_preset)
+    cls.save_to_preset = save_to_preset
+    return cls

@@ -355,8 +355,9 @@ class TimmLambdaResNetBackbone(_PyramidBackbone):
 
     Args:
         model: ``"lambda_resnet26t"``, ``"lambda_resnet26rpt_256"`` or ``"lambda_resnet50ts"``.
-        input_shape: ``(height, width, 3)``; height and width multiples of 32 or None
-            (``lambda_resnet26rpt_256``: a known size, ``(256, 256, 3)`` with its weights).
+        input_shape: ``(height, width, 3)``; height and width multiples of 32 or None. None
+            (the default): ``default_input_shape(model)``, ``(None, None, 3)`` or, for
+            ``lambda_resnet26rpt_256``, ``(256, 256, 3)`` (its relative position embeddings).
         weights: None, ``"imagenet"`` (timm's weights without the head, through the weights
             registry) or the path to a ``.weights.h5`` file saved from the same backbone.
         batch_norm: ``"standard"``, ``"synchronized"`` or ``"frozen"`` (module docstring).
@@ -379,14 +380,15 @@ class TimmLambdaResNetBackbone(_PyramidBackbone):
     def __init__(
         self,
         model: str = "lambda_resnet50ts",
-        input_shape: tuple[int | None, int | None, int] = (None, None, 3),
+        input_shape: tuple[int | None, int | None, int] | None = None,
         weights: str | None = None,
         batch_norm: str = "standard",
         implementation: str = "conv",
         name: str | None = None,
         **kwargs,
     ):
-        v.one_of("model", model, tuple(timm_lambda_resnet.SPECS))
+        if input_shape is None:
+            input_shape = self.default_input_shape(model)
         _check_batch_norm(batch_norm)
         input_shape = _check_input_shape(input_shape)
         body = timm_lambda_resnet.build(
@@ -408,6 +410,14 @@ class TimmLambdaResNetBackbone(_PyramidBackbone):
         )
         self.model = model
         self.implementation = implementation
+
+    @staticmethod
+    def default_input_shape(model: str) -> tuple[int | None, int | None, int]:
+        """``(None, None, 3)``, or the fixed size of a model with relative position embeddings
+        (``lambda_resnet26rpt_256``: ``(256, 256, 3)``)."""
+        spec = timm_lambda_resnet.SPECS[v.one_of("model", model, tuple(timm_lambda_resnet.SPECS))]
+        side = spec.image_size if spec.fixed_input_size else None
+        return (side, side, 3)
 
     def get_config(self) -> dict:
         return {**super().get_config(), "model": self.model, "implementation": self.implementation}

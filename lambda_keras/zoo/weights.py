@@ -314,7 +314,7 @@ def _converted_file_holds(converted: str, spec: WeightsSpec) -> bool:
 
     return manifest_holds(
         f"{converted}.json",
-        spec,
+        pin(spec),
         intact=lambda manifest: manifest["converted_sha256"] == file_sha256(converted),
         remove=remove,
         damaged=f"The converted weights {converted!r} do not have the SHA-256 recorded when "
@@ -324,20 +324,22 @@ def _converted_file_holds(converted: str, spec: WeightsSpec) -> bool:
 
 def manifest_holds(
     manifest_path: str,
-    spec: WeightsSpec,
+    expected_pin: dict,
     *,
     intact: Callable[[dict], bool],
     remove: Callable[[], None],
     damaged: str,
 ) -> bool:
-    """Whether what was made from ``spec``'s download and cached beside the manifest at
-    ``manifest_path`` (a converted file, a keras-hub preset) came from the file ``spec`` pins
-    (the manifest's ``pin``) and is intact (``intact(manifest)``). What is not is removed
-    (``remove()``) to be made again, with the warning ``damaged`` when its pin was right."""
+    """Whether what was made from a registered file's download and cached with the manifest
+    at ``manifest_path`` (a converted file, a keras-hub preset) was made from what
+    ``expected_pin`` records (the manifest's ``pin``: [`pin`][lambda_keras.zoo.weights.pin]
+    of the file's spec, and what else it was made with) and is intact (``intact(manifest)``).
+    What is not is removed (``remove()``) to be made again, with the warning ``damaged`` when
+    its pin was right."""
     try:
         with open(manifest_path) as f:
             manifest = json.load(f)
-        same_pin = manifest["pin"] == pin(spec)
+        same_pin = manifest["pin"] == expected_pin
         whole = same_pin and intact(manifest)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         same_pin = whole = False

@@ -47,15 +47,16 @@ def hub(tmp_path, monkeypatch):
         yield local
 
 
-def zoo_predictions(architecture: str, photo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """What the zoo's documented recipe gives: probabilities and the final feature map of
-    ``get_model(architecture, weights="imagenet")`` on the photo's evaluation crop."""
+def zoo_predictions(architecture: str, photo: np.ndarray) -> tuple[np.ndarray, ...]:
+    """What the zoo's documented recipe gives: the preprocessed photo (its evaluation crop),
+    and the probabilities and final feature map of ``get_model(architecture,
+    weights="imagenet")`` on it."""
     spec = IMAGENET[architecture]
     model = zoo.get_model(architecture, weights="imagenet")
     crop = preprocessing.eval_image(photo, spec.input_size, spec.crop_fraction)
     image = zoo.applications.preprocess_input(np.array(crop))[None]
     features = keras.Model(model.input, model.get_layer("features").output)
-    return numpy(model(image)), numpy(features(image))
+    return image, numpy(model(image)), numpy(features(image))
 
 
 @pytest.mark.parametrize(
@@ -79,30 +80,36 @@ def test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_photos(
     classifier = keras_hub.models.ImageClassifier.from_preset(directory)
     backbone = keras_hub.models.Backbone.from_preset(directory)
     by_name = type(classifier).from_preset(name)  # the project's name, through the cache
+    assert type(type(classifier).from_preset(Path(directory))) is type(classifier)
     assert type(classifier).backbone_cls is type(backbone)
     for photo in photos():
-        expected, features = zoo_predictions(architecture, photo)
-        got = classifier.predict(photo[None], verbose=0)
+        image, expected, features = zoo_predictions(architecture, photo)
+        got = classifier.predict(photo[None], verbose=0)  # keras-hub crops it in tf.data
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
         assert got.argmax() == expected.argmax()
         np.testing.assert_allclose(by_name.predict(photo[None], verbose=0), got, atol=1e-6)
-        image = classifier.preprocessor(photo[None])
         np.testing.assert_allclose(numpy(backbone(image)), features, rtol=1e-4, atol=1e-4)
 
 
 def test_the_preset_is_made_once_and_checked_against_its_manifest(hub, monkeypatch):
     publish(hub, "lambda_resnet26t", monkeypatch)
     directory = Path(lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet"))
-    manifest = json.loads(Path(f"{directory}.json").read_text())
-    assert manifest["pin"] == weights_lib.pin(IMAGENET["lambda_resnet26t"])
-    assert sorted(manifest["files"]) == sorted(os.listdir(directory))
+    manifest = json.loads((directory / presets.MANIFEST).read_text())
+    assert manifest["pin"] == presets._recipe(IMAGENET["lambda_resnet26t"])
+    assert sorted([*manifest["files"], presets.MANIFEST]) == sorted(os.listdir(directory))
     assert {"config.json", "task.json", "preprocessor.json", "lambda_keras.json"} <= set(
         manifest["files"]
     )
+    assert not [p for p in directory.parent.iterdir() if p.name.startswith(".staging-")]
+    # keras-hub's metadata names the task by the classifier's base: keras-hub's own class
+    assert json.loads((directory / "metadata.json").read_text())["tasks"] == ["ImageClassifier"]
     made = directory.stat().st_mtime_ns
     hub.requests.clear()
     assert lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet") == str(directory)
     assert hub.requests == [] and directory.stat().st_mtime_ns == made
+    first = keras_hub.models.ImageClassifier.from_preset(str(directory))
+    photo = photos()[0][None]
+    expected = first.predict(photo, verbose=0)
     # A damaged file: the preset is made again from the checked weights (in the cache).
     weights_file = directory / "task.weights.h5"
     weights_file.write_bytes(weights_file.read_bytes()[:-8] + b"\0" * 8)
@@ -110,13 +117,47 @@ def test_the_preset_is_made_once_and_checked_against_its_manifest(hub, monkeypat
         again = lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet")
     classifier = keras_hub.models.ImageClassifier.from_preset(again)
     assert isinstance(classifier, lambda_keras.hub.TimmLambdaResNetImageClassifier)
-    # Weights of another pin: the preset is made again, without a warning.
-    spec = weights_lib.registered_weights()[IMAGENET["lambda_resnet26t"].name]
-    manifest = json.loads(Path(f"{directory}.json").read_text())
-    manifest["pin"]["hub_revision"] = "0" * 40
-    Path(f"{directory}.json").write_text(json.dumps(manifest))
-    assert not presets._preset_holds(str(directory), spec)
-    assert not directory.exists()
+    np.testing.assert_array_equal(classifier.predict(photo, verbose=0), expected)
+
+
+def test_a_preset_made_by_another_release_is_made_again_without_a_warning(hub, monkeypatch):
+    publish(hub, "lambda_resnet26t", monkeypatch)
+    directory = Path(lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet"))
+    made = directory.stat().st_mtime_ns
+    monkeypatch.setattr(lambda_keras, "__version__", "0.0.1")
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet")
+    assert not [w for w in caught if "manifest" in str(w.message)]
+    assert directory.stat().st_mtime_ns != made
+    manifest = json.loads((directory / presets.MANIFEST).read_text())
+    assert manifest["pin"]["lambda_keras_version"] == "0.0.1"
+
+
+def test_a_preset_made_meanwhile_by_another_process_is_kept(hub, monkeypatch):
+    """Two processes making the same preset: the second rename finds the first's folder."""
+    publish(hub, "lambda_resnet26t", monkeypatch)
+    directory = lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet")
+    presets._make(IMAGENET["lambda_resnet26t"], directory)  # the slower process
+    assert presets._preset_holds(directory, IMAGENET["lambda_resnet26t"])
+    assert not [p for p in Path(directory).parent.iterdir() if p.name.startswith(".staging-")]
+
+
+def test_the_preset_is_made_in_float32_whatever_the_global_policy(hub, monkeypatch):
+    import keras
+
+    publish(hub, "lambda_resnet26t", monkeypatch)
+    keras.config.set_dtype_policy("mixed_bfloat16")
+    try:
+        directory = lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet")
+    finally:
+        keras.config.set_dtype_policy("float32")
+    classifier = keras_hub.models.ImageClassifier.from_preset(directory)
+    assert {w.dtype for w in classifier.weights} == {"float32"}
+    assert classifier.preprocessor.image_converter.dtype_policy.name == "float32"
+    assert classifier.backbone.dtype_policy.name == "float32"
 
 
 def test_a_tampered_download_is_refused_and_no_preset_is_saved(hub, monkeypatch):
@@ -171,6 +212,12 @@ def test_saved_arguments_this_release_does_not_know_are_named(tiny_preset):
     (tiny_preset / "config.json").write_text(json.dumps(config))
     with pytest.raises(ValueError, match=r"does not know: \['attention_window'\].*newer release"):
         keras_hub.models.Backbone.from_preset(str(tiny_preset))
+
+
+def test_a_damaged_format_file_is_named(tiny_preset):
+    (tiny_preset / "lambda_keras.json").write_text('{"preset_format": "one"')
+    with pytest.raises(ValueError, match="lambda_keras.json' is damaged"):
+        lambda_keras.hub.LambdaResNetImageClassifier.from_preset(str(tiny_preset))
 
 
 def test_a_missing_file_is_named_and_nothing_is_loaded(tiny_preset):

@@ -111,10 +111,17 @@ def test_timm_backbone_is_the_timm_classifier_s_body_cut_at_each_stage():
     classifier.set_weights(backbone.get_weights() + classifier.get_weights()[-2:])
     x = _images(64, 96)
     out = backbone(x)
-    for level, layer in (("P2", "c2_block2_out"), ("P4", "c4_block2_out"), ("P5", "features")):
+    stages = {"P2": "c2_block2_out", "P3": "c3_block2_out", "P4": "c4_block2_out"}
+    for level, layer in (*stages.items(), ("P5", "features")):
         expected = keras.Model(classifier.input, classifier.get_layer(layer).output)(x)
         np.testing.assert_allclose(numpy(out[level]), numpy(expected), atol=1e-4, err_msg=level)
     assert out["P3"].shape[1:] == (8, 12, 512)
+    # relative position embeddings: a fixed size by default
+    assert zoo.TimmLambdaResNetBackbone.default_input_shape("lambda_resnet26rpt_256") == (
+        256,
+        256,
+        3,
+    )
     config = backbone.get_config()
     assert {k: config[k] for k in ("model", "batch_norm", "implementation")} == {
         "model": "lambda_resnet26t",
@@ -128,7 +135,10 @@ def test_timm_backbone_is_the_timm_classifier_s_body_cut_at_each_stage():
     "kwargs, match",
     [
         ({"model": "lambda_resnet50"}, "`model` must be one of 'lambda_resnet26t'"),
-        ({"model": "lambda_resnet26rpt_256"}, "must have a known height and width"),
+        (
+            {"model": "lambda_resnet26rpt_256", "input_shape": (None, None, 3)},
+            "must have a known height and width",
+        ),
         ({"input_shape": (96, 100, 3)}, "multiples of 32"),
         ({"batch_norm": "sync"}, "`batch_norm` must be one of"),
     ],
