@@ -78,7 +78,9 @@ def eval_image_on_backend(image, image_size: int, crop_fraction: float = 0.875):
     # TensorFlow's arithmetic: float32, rounding half to even
     scale = np.float32(image_size / crop_fraction) / np.float32(min(height, width))
     sides = tuple(int(np.round(np.float32(side) * scale)) for side in (height, width))
-    resized = keras.ops.image.resize(image, sides, interpolation="bicubic", antialias=True)
+    resized = keras.ops.image.resize(
+        image, sides, interpolation="bicubic", antialias=True, data_format="channels_last"
+    )
     top, left = ((side - image_size) // 2 for side in sides)
     crop = resized[..., top : top + image_size, left : left + image_size, :]
     return keras.ops.clip(crop, 0.0, 255.0)

@@ -102,6 +102,8 @@ EVERYTHING = [
 # there wherever keras-hub is. The presets' cache and checks are backend-neutral (TensorFlow
 # run only): their predictions run on each backend.
 HUB = [
+    # the converter's resize on the backend against TensorFlow's
+    "tests/test_preprocessing.py::test_the_evaluation_crop_on_the_backend_is_tensorflow_s",
     "tests/hub/test_backbones.py",
     "tests/hub/test_image_classifier.py",
     "tests/hub/test_presets.py::test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_"

@@ -122,11 +122,14 @@ class _EvalImageConverter(keras_hub.layers.ImageConverter):
         import tensorflow as tf
 
         size = self.image_size[0]
+        def dense(image):  # a row is ragged, or dense where the batch is ragged in one axis
+            return image.to_tensor() if isinstance(image, tf.RaggedTensor) else image
+
         if tf.executing_eagerly():
-            return keras.ops.stack([self._eval_crop(image.to_tensor().numpy()) for image in images])
+            return keras.ops.stack([self._eval_crop(dense(image).numpy()) for image in images])
 
         def crop(image):
-            return preprocessing.eval_image(image.to_tensor(), size, self.crop_fraction)
+            return preprocessing.eval_image(dense(image), size, self.crop_fraction)
 
         spec = tf.TensorSpec((size, size, None), tf.float32)
         return tf.map_fn(crop, images, fn_output_signature=spec)

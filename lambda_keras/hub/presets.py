@@ -35,11 +35,12 @@ this release does not know.
 from __future__ import annotations
 
 import difflib
+import errno
 import inspect
 import json
 import os
 import shutil
-import tempfile
+import uuid
 from collections.abc import Callable
 
 import lambda_keras
@@ -134,6 +135,11 @@ def preset_directory(name: str) -> str:
     folder = os.path.join(weights_lib.cache_folder(), "presets", name)
     if not _preset_holds(folder, spec):
         _make(spec, folder)
+        if not _preset_holds(folder, spec):
+            raise ValueError(
+                f"The preset {folder!r} could not be made: a folder there that is not this "
+                "preset could not be removed (permissions?). Remove it, or set KERAS_HOME."
+            )
     return folder
 
 
@@ -159,11 +165,10 @@ def _make(spec: WeightsSpec, folder: str) -> None:
     classifier = _BUILDERS[spec.architecture](spec)
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".staging-", dir=parent)
+    # os.mkdir applies the umask (mkdtemp's 0700 would keep a shared cache's other users out)
+    staging = os.path.join(parent, f".staging-{uuid.uuid4().hex}")
+    os.mkdir(staging)
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(staging, 0o777 & ~umask)  # mkdtemp's 0700 would keep a shared cache's users out
         classifier.save_to_preset(staging)
         files = {
             name: file_sha256(os.path.join(staging, name)) for name in sorted(os.listdir(staging))
@@ -173,8 +178,8 @@ def _make(spec: WeightsSpec, folder: str) -> None:
             json.dump(manifest, f, indent=1)
         try:
             os.replace(staging, folder)
-        except OSError:
-            if not os.path.isdir(folder):
+        except OSError as error:  # made meanwhile by another process: checked by the caller
+            if error.errno not in (errno.ENOTEMPTY, errno.EEXIST) or not os.path.isdir(folder):
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -228,8 +233,10 @@ def check_format(directory: str) -> None:
     try:
         with open(path) as f:
             written = json.load(f)
-        version = int(written.get("preset_format", PRESET_FORMAT))
-        files = [str(name) for name in written.get("files", ())]
+        version = written.get("preset_format", PRESET_FORMAT)
+        files = written.get("files", [])
+        if not isinstance(version, int) or not isinstance(files, list):
+            raise TypeError(f"preset_format {version!r}, files {files!r}")
     except (OSError, ValueError, TypeError, AttributeError) as error:
         raise ValueError(
             f"The preset file {path!r} is damaged ({error}): nothing was loaded. Save the preset "

@@ -387,6 +387,7 @@ class TimmLambdaResNetBackbone(_PyramidBackbone):
         name: str | None = None,
         **kwargs,
     ):
+        v.one_of("model", model, tuple(timm_lambda_resnet.SPECS))
         if input_shape is None:
             input_shape = self.default_input_shape(model)
         _check_batch_norm(batch_norm)

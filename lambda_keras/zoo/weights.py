@@ -336,6 +336,11 @@ def manifest_holds(
     of the file's spec, and what else it was made with) and is intact (``intact(manifest)``).
     What is not is removed (``remove()``) to be made again, with the warning ``damaged`` when
     its pin was right."""
+    if not isinstance(expected_pin, dict):
+        raise TypeError(
+            f"`expected_pin` must be a dict (pin(spec), and what else the file was made with); "
+            f"received {type(expected_pin).__name__}."
+        )
     try:
         with open(manifest_path) as f:
             manifest = json.load(f)

@@ -20,8 +20,8 @@ from tests.hub.test_presets import photos  # noqa: E402
 
 TORCH = image_classifier.normalization("torch")
 # Outside tf.data the converter resizes with the backend's kernel: TensorFlow's own here, within
-# 0.013 of it on the [0, 255] scale on JAX and PyTorch (about 2e-4 after normalisation).
-ATOL = 2e-5 if keras.backend.backend() == "tensorflow" else 5e-4
+# 0.013 of it on the [0, 255] scale on JAX and PyTorch (2.3e-4 after normalisation).
+ATOL = 2e-5 if keras.backend.backend() == "tensorflow" else 2.5e-4
 
 
 def converter(size=64, crop_fraction=0.875, cls=lambda_keras.hub.TimmLambdaResNetImageConverter):

@@ -135,6 +135,7 @@ def test_timm_backbone_is_the_timm_classifier_s_body_cut_at_each_stage():
     "kwargs, match",
     [
         ({"model": "lambda_resnet50"}, "`model` must be one of 'lambda_resnet26t'"),
+        ({"model": "lambda_resnet50", "input_shape": (64, 64, 3)}, "`model` must be one of"),
         (
             {"model": "lambda_resnet26rpt_256", "input_shape": (None, None, 3)},
             "must have a known height and width",
