@@ -178,7 +178,11 @@ class LambdaResNetImageClassifier(keras_hub.models.ImageClassifier):
     """An image classifier on the paper's LambdaResNets: keras-hub's ``ImageClassifier``
     (``backbone``, ``num_classes``, ``preprocessor``, ``pooling``, ``activation``,
     ``dropout``, ``head_dtype``) on a
-    [`LambdaResNetBackbone`][lambda_keras.hub.LambdaResNetBackbone].
+    [`LambdaResNetBackbone`][lambda_keras.hub.LambdaResNetBackbone]. Its subclasses
+    [`TimmLambdaResNetImageClassifier`][lambda_keras.hub.TimmLambdaResNetImageClassifier] and
+    [`ResNetRSImageClassifier`][lambda_keras.hub.ResNetRSImageClassifier] hold the registry's
+    ImageNet weights: ``LambdaResNetImageClassifier.from_preset`` loads every project preset
+    (``lambda_keras.hub.list_presets()``) as the subclass of its backbone.
 
     Call: images ``[batch, height, width, 3]`` (after the preprocessor) -> ``[batch,
     num_classes]``.
@@ -217,13 +221,13 @@ class TimmLambdaResNetImageClassifierPreprocessor(keras_hub.models.ImageClassifi
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras.hub")
-@project_presets
-class TimmLambdaResNetImageClassifier(keras_hub.models.ImageClassifier):
+class TimmLambdaResNetImageClassifier(LambdaResNetImageClassifier):
     """An image classifier on timm's LambdaResNets (as
     [`LambdaResNetImageClassifier`][lambda_keras.hub.LambdaResNetImageClassifier], on a
     [`TimmLambdaResNetBackbone`][lambda_keras.hub.TimmLambdaResNetBackbone]); presets
     ``lambda_resnet26t_imagenet``, ``lambda_resnet26rpt_256_imagenet`` and
-    ``lambda_resnet50ts_imagenet``."""
+    ``lambda_resnet50ts_imagenet``, which ``LambdaResNetImageClassifier.from_preset`` loads as
+    this class too (keras-hub picks the subclass of the preset's backbone)."""
 
     backbone_cls = backbones.TimmLambdaResNetBackbone
     preprocessor_cls = TimmLambdaResNetImageClassifierPreprocessor
@@ -248,12 +252,12 @@ class ResNetRSImageClassifierPreprocessor(keras_hub.models.ImageClassifierPrepro
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras.hub")
-@project_presets
-class ResNetRSImageClassifier(keras_hub.models.ImageClassifier):
-    """An image classifier on ResNet-RS (as
+class ResNetRSImageClassifier(LambdaResNetImageClassifier):
+    """An image classifier on ResNet-RS, the paper's convolutional baseline (as
     [`LambdaResNetImageClassifier`][lambda_keras.hub.LambdaResNetImageClassifier], on a
     [`ResNetRSBackbone`][lambda_keras.hub.ResNetRSBackbone]); presets
-    ``resnet_rs50_imagenet`` ... ``resnet_rs420_imagenet``."""
+    ``resnet_rs50_imagenet`` ... ``resnet_rs420_imagenet``, which
+    ``LambdaResNetImageClassifier.from_preset`` loads as this class too."""
 
     backbone_cls = backbones.ResNetRSBackbone
     preprocessor_cls = ResNetRSImageClassifierPreprocessor

@@ -5,6 +5,8 @@ and round-trips through keras-hub's preset loader; the registry's weights land i
 layers; bad arguments are named. Run on TensorFlow here and in the JAX and PyTorch children of
 tests/test_backends.py."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -137,6 +139,8 @@ def test_a_classifier_trains_a_step_predicts_and_loads_from_its_preset(tmp_path)
     loaded = keras_hub.models.ImageClassifier.from_preset(str(tmp_path))
     assert type(loaded) is lambda_keras.hub.LambdaResNetImageClassifier
     assert type(loaded.preprocessor.image_converter) is lambda_keras.hub.LambdaResNetImageConverter
+    # the paper's backbone: keras-hub's metadata names keras-hub's task class
+    assert json.loads((tmp_path / "metadata.json").read_text())["tasks"] == ["ImageClassifier"]
     np.testing.assert_allclose(loaded.predict(images, verbose=0), scores, rtol=1e-5, atol=1e-6)
 
 

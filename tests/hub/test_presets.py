@@ -80,6 +80,8 @@ def test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_photos(
     classifier = keras_hub.models.ImageClassifier.from_preset(directory)
     backbone = keras_hub.models.Backbone.from_preset(directory)
     by_name = type(classifier).from_preset(name)  # the project's name, through the cache
+    family = lambda_keras.hub.LambdaResNetImageClassifier.from_preset(name)  # every preset
+    assert type(family) is type(classifier)
     assert type(type(classifier).from_preset(Path(directory))) is type(classifier)
     assert type(classifier).backbone_cls is type(backbone)
     for photo in photos():
@@ -101,8 +103,9 @@ def test_the_preset_is_made_once_and_checked_against_its_manifest(hub, monkeypat
         manifest["files"]
     )
     assert not [p for p in directory.parent.iterdir() if p.name.startswith(".staging-")]
-    # keras-hub's metadata names the task by the classifier's base: keras-hub's own class
-    assert json.loads((directory / "metadata.json").read_text())["tasks"] == ["ImageClassifier"]
+    # keras-hub's metadata names the task class to load it with: the classifier's base
+    tasks = json.loads((directory / "metadata.json").read_text())["tasks"]
+    assert tasks == ["LambdaResNetImageClassifier"]
     made = directory.stat().st_mtime_ns
     hub.requests.clear()
     assert lambda_keras.hub.preset_directory("lambda_resnet26t_imagenet") == str(directory)
