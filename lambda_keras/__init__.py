@@ -21,4 +21,14 @@ from lambda_keras.backend import torch_channels_last as _torch_channels_last  # 
 # (lambda_keras/backend/torch_channels_last.py; LAMBDA_KERAS_TORCH_CHANNELS_LAST=0 keeps Keras').
 _torch_channels_last.install()
 
+# keras-hub finds a preset's class by its registered name and imports no package itself: where
+# keras-hub is installed (the [hub] extra), importing lambda_keras registers the classes of
+# lambda_keras.hub, so that keras-hub's own from_preset loads the project's presets.
+try:
+    import keras_hub as _keras_hub  # noqa: E402, F401
+except ImportError:  # the extra is not installed: lambda_keras.hub says how to install it
+    pass
+else:
+    from lambda_keras import hub  # noqa: E402, F401
+
 __all__ = ["layers", "zoo", "__version__"]

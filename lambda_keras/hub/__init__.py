@@ -3,8 +3,9 @@ classes and presets, saved with keras-hub's `save_to_preset` and loaded with its
 `from_preset` (the `[hub]` extra: `pip install "lambda_keras[hub]"`).
 
 keras-hub finds a preset's class by its registered name and imports no package it does not
-know: `import lambda_keras.hub` registers these classes, so it comes before `from_preset`.
-Nothing else in `lambda_keras` imports keras-hub.
+know: `import lambda_keras` (where keras-hub is installed) or `import lambda_keras.hub`
+registers these classes, so it comes before `from_preset`. Only this package imports
+keras-hub; `lambda_keras` imports it where it is installed, and works without it.
 
 * [`LambdaResNetBackbone`][lambda_keras.hub.backbones.LambdaResNetBackbone],
   [`TimmLambdaResNetBackbone`][lambda_keras.hub.backbones.TimmLambdaResNetBackbone] and

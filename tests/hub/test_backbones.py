@@ -6,7 +6,8 @@ configuration is the constructor's arguments, frozen batch norm stays frozen, a 
 without its weights or at another precision, a dtype policy reaches the nested body's layers
 (quantized ones refused), and bad image shapes are refused naming `image_shape`. Run on
 TensorFlow here and in the JAX and PyTorch children of tests/test_backends.py. Importing
-`lambda_keras` imports no keras-hub, and `lambda_keras.hub` without it says how to install it."""
+`import lambda_keras` registers the hub classes where keras-hub is installed; without it,
+lambda_keras works and `lambda_keras.hub` says how to install it."""
 
 import json
 import subprocess
@@ -145,21 +146,36 @@ def test_bad_image_shapes_are_refused_naming_the_argument(image_shape, match):
 
 
 @pytest.mark.backends("tensorflow")  # once; the child needs no TensorFlow (Keras on JAX)
-def test_lambda_keras_imports_no_keras_hub_and_the_hub_module_says_how_to_install_it():
-    code = (
+def test_import_lambda_keras_registers_the_hub_classes_where_keras_hub_is_installed():
+    """keras-hub finds a preset's class by its registered name: `import lambda_keras` registers
+    them. Without keras-hub, lambda_keras imports and works, and `lambda_keras.hub` says how to
+    install it."""
+    installed = (
+        "import keras, lambda_keras\n"
+        "name = 'lambda_keras.hub>TimmLambdaResNetImageClassifier'\n"
+        "print(keras.saving.get_registered_object(name).__name__)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", installed], capture_output=True, text=True, env=child_env("jax")
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith("TimmLambdaResNetImageClassifier")
+    missing = (
         "import sys\n"
-        "import lambda_keras, lambda_keras.zoo, lambda_keras.detection\n"
-        "assert 'keras_hub' not in sys.modules, 'imported keras_hub'\n"
         "sys.modules['keras_hub'] = None  # as if not installed\n"
+        "import lambda_keras, lambda_keras.zoo, lambda_keras.detection\n"
+        "assert 'lambda_keras.hub' not in sys.modules\n"
+        "print(lambda_keras.zoo.get_model('lambda_resnet26t', weights=None).output_shape)\n"
         "try:\n"
         "    import lambda_keras.hub\n"
         "except ImportError as error:\n"
         "    print(error)\n"
     )
     done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env("jax")
+        [sys.executable, "-c", missing], capture_output=True, text=True, env=child_env("jax")
     )
     assert done.returncode == 0, done.stderr[-2000:]
+    assert "(None, 1000)" in done.stdout
     assert 'pip install "lambda_keras[hub]"' in done.stdout
 
 
