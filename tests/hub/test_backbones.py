@@ -155,11 +155,7 @@ def test_import_lambda_keras_registers_the_hub_classes_where_keras_hub_is_instal
         "name = 'lambda_keras.hub>TimmLambdaResNetImageClassifier'\n"
         "print(keras.saving.get_registered_object(name).__name__)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", installed], capture_output=True, text=True, env=child_env("jax")
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip().endswith("TimmLambdaResNetImageClassifier")
+    assert run_on_jax(installed).strip().endswith("TimmLambdaResNetImageClassifier")
     missing = (
         "import sys\n"
         "sys.modules['keras_hub'] = None  # as if not installed\n"
@@ -171,12 +167,17 @@ def test_import_lambda_keras_registers_the_hub_classes_where_keras_hub_is_instal
         "except ImportError as error:\n"
         "    print(error)\n"
     )
+    printed = run_on_jax(missing)
+    assert "(None, 1000)" in printed and 'pip install "lambda_keras[hub]"' in printed
+
+
+def run_on_jax(code: str) -> str:
+    """What ``code`` prints in a fresh Python process with Keras on JAX (it must succeed)."""
     done = subprocess.run(
-        [sys.executable, "-c", missing], capture_output=True, text=True, env=child_env("jax")
+        [sys.executable, "-c", code], capture_output=True, text=True, env=child_env("jax")
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert "(None, 1000)" in done.stdout
-    assert 'pip install "lambda_keras[hub]"' in done.stdout
+    return done.stdout
 
 
 def test_a_retinanet_on_a_backbone_trains_a_step_and_predicts():
