@@ -26,13 +26,14 @@ import contextlib
 import keras
 import keras_hub
 
-from lambda_keras.hub.presets import ProjectPresets, check_saved_arguments
+from lambda_keras.hub.presets import check_saved_arguments, project_presets
 from lambda_keras.zoo import pyramid_backbone
 
 __all__ = ["LambdaResNetBackbone", "ResNetRSBackbone", "TimmLambdaResNetBackbone"]
 
 
-class _HubPyramidBackbone(ProjectPresets, keras_hub.models.FeaturePyramidBackbone):
+@project_presets
+class _HubPyramidBackbone(keras_hub.models.FeaturePyramidBackbone):
     """What all share: the zoo's backbone ``BODY`` nested as one layer, images of
     ``image_shape`` in, P5 out and P2-P5 as ``pyramid_outputs``; the configuration is the
     constructor's arguments."""

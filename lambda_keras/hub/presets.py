@@ -52,7 +52,6 @@ __all__ = [
     "FORMAT_FILE",
     "MANIFEST",
     "PRESET_FORMAT",
-    "ProjectPresets",
     "check_format",
     "check_saved_arguments",
     "list_presets",
@@ -283,38 +282,24 @@ def check_saved_arguments(cls: type, config: dict) -> None:
         )
 
 
-class ProjectPresets:
-    """Mixed into the project's keras-hub backbones: ``from_preset`` also takes the project's
-    preset names and checks a directory's format; ``save_to_preset`` writes the format file
-    beside keras-hub's. (The classifiers get the same from
-    [`project_presets`][lambda_keras.hub.presets.project_presets], which keeps keras-hub's
-    class as their direct base, the task keras-hub names in a preset's metadata.)"""
-
-    @classmethod
-    def from_preset(cls, preset, load_weights: bool = True, **kwargs):
-        """keras-hub's ``from_preset``, with the project's preset names (``list_presets()``)
-        resolved to their checked directories first."""
-        return super().from_preset(resolve(preset), load_weights=load_weights, **kwargs)
-
-    def save_to_preset(self, preset_dir, **kwargs) -> None:
-        """keras-hub's ``save_to_preset``, plus ``lambda_keras.json`` (module docstring)."""
-        super().save_to_preset(preset_dir, **kwargs)
-        write_format(os.fspath(preset_dir))
-
-
 def project_presets(cls: type) -> type:
-    """Class decorator: ``ProjectPresets``' ``from_preset`` and ``save_to_preset`` on ``cls``
-    itself, so that its direct base stays keras-hub's task class."""
+    """Class decorator for the project's keras-hub classes: ``from_preset`` also takes the
+    project's preset names (``list_presets()``, resolved to their checked directories) and
+    checks a directory's format; ``save_to_preset`` writes ``lambda_keras.json`` beside
+    keras-hub's files. The methods are set on ``cls`` itself (no mixin base), so that a
+    classifier's direct base stays keras-hub's task class, the task keras-hub names in a
+    preset's metadata."""
 
     def from_preset(klass, preset, load_weights: bool = True, **kwargs):
+        """keras-hub's ``from_preset``, with the project's preset names (``list_presets()``)
+        resolved to their checked directories first."""
         return super(cls, klass).from_preset(resolve(preset), load_weights=load_weights, **kwargs)
 
     def save_to_preset(self, preset_dir, **kwargs) -> None:
+        """keras-hub's ``save_to_preset``, plus ``lambda_keras.json`` (module docstring)."""
         super(cls, self).save_to_preset(preset_dir, **kwargs)
         write_format(os.fspath(preset_dir))
 
-    from_preset.__doc__ = ProjectPresets.from_preset.__doc__
-    save_to_preset.__doc__ = ProjectPresets.save_to_preset.__doc__
     cls.from_preset = classmethod(from_preset)
     cls.save_to_preset = save_to_preset
     return cls
