@@ -10,12 +10,15 @@ run stopped midway keeps the columns it measured.
 **Inference** (``--tables=inference``): torchvision's ``maskrcnn_resnet50_fpn`` (random weights,
 ``torch.manual_seed(0)``) and the same model converted
 (``lambda_keras.detection.maskrcnn_resnet50_fpn`` with those weights through the converter, so
-both keep the same detections) on scikit-learn's two sample photos at torchvision's
-preprocessing (shorter side 800, longer at most 1333): torchvision's ``model([image])``,
+both keep the same detections: about 100 per photo with these weights) on scikit-learn's two
+sample photos in three shapes (landscape, upright, square) at torchvision's preprocessing
+(shorter side 800, longer at most 1333): torchvision's ``model([image])``,
 ``lambda_keras.detection.detect(model, photo)`` on each backend (resize, the model and the
 pasting of the masks into the photo) and, on TensorFlow, the exported SavedModel's
-``serving_default``. Seconds per photo. Without torchvision the Keras models keep their own
-random weights (a note says so): their detections, and so their mask pasting, differ.
+``serving_default``. Seconds per photo, and a second table of how many detections each column
+kept on each photo. Without torchvision the Keras models keep their own random weights (a note
+says so): their detections, and so their mask pasting, differ. Where each photo's time goes,
+stage by stage: ``bench_detection_stages.py``.
 
 **Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum and a zero
 learning rate, so that every timed step starts from the same weights) of each
@@ -57,7 +60,7 @@ SIZE_MULTIPLE = 64  # lambda_keras.detection.image_size.SIZE_MULTIPLE (not impor
 BACKBONES = [f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101, 152)]
 CONVERTED = "maskrcnn_resnet50_fpn"  # torchvision's architecture: a row with a torchvision cell
 MODELS = [CONVERTED, *BACKBONES]
-PHOTOS = ("china", "flower")
+PHOTOS = ("china", "flower, upright", "china, square")
 # Every timed step starts from the same weights: a step that learned would move random weights
 # far in a few steps, and how many proposals NMS keeps (so how many RoIs the heads of
 # torchvision and of the eager backends take) would drift apart from step to step and backend
@@ -77,9 +80,15 @@ def synthetic(batch: int, size: int, instances: int = 8, seed: int = 0):
 
 
 def photos() -> dict[str, np.ndarray]:
+    """scikit-learn's two sample photos (427 x 640) in three shapes: ``PHOTOS``' landscape,
+    upright (turned a quarter) and square (the centre crop)."""
     from sklearn.datasets import load_sample_images
 
-    return dict(zip(("china", "flower"), load_sample_images().images, strict=True))
+    china, flower = load_sample_images().images
+    side = min(china.shape[:2])
+    left = (china.shape[1] - side) // 2
+    shapes = (china, np.ascontiguousarray(np.rot90(flower)), china[:, left : left + side])
+    return dict(zip(PHOTOS, shapes, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -99,6 +108,7 @@ def keras_cells(args) -> dict[str, float]:
             cells[f"infer {name}"] = median_seconds(
                 lambda p=photo: detect(model, p), args.repeats, warmups=1
             )
+            cells[f"found {name}"] = int(detect(model, photo)["num_detections"])
         if keras.backend.backend() == "tensorflow":
             cells.update(_saved_model_cells(model, args))
     if "training" in args.tables:
@@ -121,6 +131,7 @@ def _saved_model_cells(model, args) -> dict[str, float]:
         cells[f"serve {name}"] = median_seconds(
             lambda p=tensor: serve(image=p), args.repeats, warmups=1
         )
+        cells[f"served {name}"] = int(serve(image=tensor)["num_detections"])
     return cells
 
 
@@ -149,15 +160,11 @@ def _keras_model(name: str, size: int, workdir: str):
 
 def torchvision_cells(args) -> dict[str, float]:
     import torch
-    import torchvision
 
     cells = {}
     if "inference" in args.tables:
-        torch.manual_seed(0)
-        model = torchvision.models.detection.maskrcnn_resnet50_fpn(
-            weights=None, weights_backbone=None, num_classes=91
-        ).eval()
-        _convert(model, args.workdir)
+        model = torchvision_model()
+        convert_weights(model, args.workdir)
         model.to(torch_device())
         for name, photo in photos().items():
             tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1).to(torch_device()) / 255.0
@@ -167,13 +174,27 @@ def torchvision_cells(args) -> dict[str, float]:
                     model([tensor])
 
             cells[f"infer {name}"] = median_seconds(synchronized(infer), args.repeats, warmups=1)
+            with torch.inference_mode():
+                cells[f"found {name}"] = len(model([tensor])[0]["boxes"])
     if "training" in args.tables and CONVERTED in args.models:
         for size in args.sizes:
             cells[f"step {CONVERTED} {size}"] = _torchvision_step(size, args)
     return cells
 
 
-def _convert(model, workdir: str, name: str = "converted") -> None:
+def torchvision_model():
+    """torchvision's ``maskrcnn_resnet50_fpn`` with ``torch.manual_seed(0)``'s random weights,
+    in eval mode."""
+    import torch
+    import torchvision
+
+    torch.manual_seed(0)
+    return torchvision.models.detection.maskrcnn_resnet50_fpn(
+        weights=None, weights_backbone=None, num_classes=91
+    ).eval()
+
+
+def convert_weights(model, workdir: str, name: str = "converted") -> None:
     """torchvision's weights -> ``{name}.weights.h5`` for the Keras columns."""
     import torch
 
@@ -188,7 +209,7 @@ def _torchvision_step(size: int, args) -> float:
     import torch
 
     model = _torchvision_fine_tuning_model(size)
-    _convert(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
+    convert_weights(model, args.workdir, f"train_{size}")  # the same weights for the Keras columns
     device = torch_device()
     model.to(device).train()
     images, targets = synthetic(args.batch, size)
@@ -256,25 +277,36 @@ def run_child(column: str, args, argv: list[str]) -> dict[str, float]:
     return run_json_child(column, command, child_env(backend, args.threads))
 
 
-def inference_table(results: dict, columns: list[str]) -> Table:
+def inference_tables(results: dict, columns: list[str]) -> list[Table]:
+    """Seconds per photo, and how many detections each column kept on each photo (the mask
+    head's and the pasting's work grow with them)."""
     keras_columns = [c for c in columns if c in KERAS_BACKENDS]
     serving = ["tensorflow SavedModel"] if "tensorflow" in columns else []
-    table = Table(
+    header = ["photo", *[c for c in columns if c == "torchvision"], *keras_columns, *serving]
+    times = Table(
         "inference",
         "maskrcnn_resnet50_fpn at torchvision's preprocessing, seconds per photo "
         "(lambda_keras: detect(model, photo))",
-        ["photo", *[c for c in columns if c == "torchvision"], *keras_columns, *serving],
+        header,
     )
-    table.print_header()
-    for name in PHOTOS:
-        row = [name]
-        row += [results[c].get(f"infer {name}") for c in columns if c == "torchvision"]
-        row += [results[c].get(f"infer {name}") for c in keras_columns]
-        row += [results["tensorflow"].get(f"serve {name}") for _ in serving]
-        table.add(*row)
-    if "torchvision" not in columns:
-        table.note("torchvision not installed: the Keras models keep their own random weights.")
-    return table
+    found = Table(
+        "detections",
+        "maskrcnn_resnet50_fpn at torchvision's preprocessing, detections per photo",
+        header,
+        digits=[0] * len(header),
+        plot="none",
+    )
+    for table, cell, served in ((times, "infer", "serve"), (found, "found", "served")):
+        table.print_header()
+        for name in PHOTOS:
+            row = [name]
+            row += [results[c].get(f"{cell} {name}") for c in columns if c == "torchvision"]
+            row += [results[c].get(f"{cell} {name}") for c in keras_columns]
+            row += [results["tensorflow"].get(f"{served} {name}") for _ in serving]
+            table.add(*row)
+        if "torchvision" not in columns:
+            table.note("torchvision not installed: the Keras models keep their own random weights.")
+    return [times, found]
 
 
 def training_table(results: dict, columns: list[str], args) -> Table:
@@ -344,7 +376,7 @@ def write_tables(results: dict, columns: list[str], missing: list[str], args) ->
     """The tables of the columns measured, printed and written to ``--output``."""
     tables = []
     if "inference" in args.tables:
-        tables.append(inference_table(results, columns))
+        tables += inference_tables(results, columns)
     if "training" in args.tables:
         tables.append(training_table(results, columns, args))
     if missing:

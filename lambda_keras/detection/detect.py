@@ -4,6 +4,7 @@ itself."""
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 
 import keras
@@ -21,9 +22,10 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     letterbox at ``image_size`` otherwise), the model predicts on it (compiled as ``predict``
     compiles on the backend) and the boxes and masks go back into the photo. Where ``predict``
     compiles (JAX, TensorFlow, and PyTorch where the model's steps compile: by default on a
-    GPU) the photo is padded to the transform's fixed canvas (one compiled program per
-    orientation, whatever the photo's size); on eager PyTorch only to the next multiple of 64
-    (the same detections: the model zeroes its maps beyond the photo).
+    GPU) the photo is padded to the smallest of the transform's few canvases that holds it
+    ([`compiled_canvas`][lambda_keras.detection.transform.TorchvisionTransform.compiled_canvas]: one
+    compiled program per canvas, a few for photos of every size); on eager PyTorch only to the
+    next multiple of 64 (the same detections: the model zeroes its maps beyond the photo).
 
     Args:
         model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN].
@@ -52,6 +54,25 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     """
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
+    photo = prepare_photo(model, image, image_size)
+    return photo_detections(photo, _predict(model, photo.inputs))
+
+
+@dataclasses.dataclass(frozen=True)
+class PreparedPhoto:
+    """One photo ready for the model: ``inputs`` (the model's input, the photo resized and
+    padded to its canvas), the ``transform`` that made it, the resized ``size`` and the photo's
+    ``shape`` (``(height, width)``)."""
+
+    inputs: object
+    transform: object
+    size: tuple[int, int]
+    shape: tuple[int, int]
+
+
+def prepare_photo(model: keras.Model, image, image_size: int | None = None) -> PreparedPhoto:
+    """The first part of [`detect`][lambda_keras.detection.detect]: the checked photo through
+    the model's input transform, resized and padded (eagerly, ``keras.ops``)."""
     image = _photo(image)
     transform = model.input_transform(image_size)
     shape = image.shape[:2]
@@ -61,16 +82,25 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
         K.convert_to_tensor(image[None], "float32"), size, interpolation="bilinear"
     )[0]
     padded = K.pad(resized, [[0, canvas[0] - size[0]], [0, canvas[1] - size[1]], [0, 0]])
-    out = _predict(model, transform.model_inputs(padded, size))
-    boxes, masks = transform.to_photo(
-        K.convert_to_tensor(out["boxes"][0]), K.convert_to_tensor(out["masks"][0]), size, shape
+    return PreparedPhoto(transform.model_inputs(padded, size), transform, size, shape)
+
+
+def photo_detections(photo: PreparedPhoto, out: dict) -> dict[str, np.ndarray]:
+    """The last part of [`detect`][lambda_keras.detection.detect]: the model's outputs ``out``
+    on ``photo`` (a batch of one) in the photo's pixels, masks pasted, as NumPy arrays."""
+    boxes, masks = photo.transform.to_photo(
+        K.convert_to_tensor(out["boxes"][0]),
+        K.convert_to_tensor(out["masks"][0]),
+        photo.size,
+        photo.shape,
     )
     served = outputs(out, boxes, masks)  # reads the model's valid, scores, classes only
     return {key: np.asarray(K.convert_to_numpy(value)) for key, value in served.items()}
 
 
-# TensorFlow: one compiled call per model, traced once per canvas size. Keras' own predict
-# function relaxes a second shape to [None, None], which a MaskRCNN cannot trace (its anchors).
+# TensorFlow: one compiled call per model and canvas (a few canvases: no retracing warning).
+# Keras' own predict function relaxes a second shape to [None, None], which a MaskRCNN cannot
+# trace (its anchors).
 _TENSORFLOW_CALLS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
@@ -81,16 +111,19 @@ def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
         return model.predict_on_batch(inputs)
     import tensorflow as tf
 
-    if model not in _TENSORFLOW_CALLS:
-        _TENSORFLOW_CALLS[model] = tf.function(lambda x: model(x, training=False))
-    return {key: value.numpy() for key, value in _TENSORFLOW_CALLS[model](inputs).items()}
+    calls = _TENSORFLOW_CALLS.setdefault(model, {})
+    images = inputs["images"] if isinstance(inputs, dict) else inputs
+    canvas = tuple(images.shape)
+    if canvas not in calls:
+        calls[canvas] = tf.function(lambda x: model(x, training=False))
+    return {key: value.numpy() for key, value in calls[canvas](inputs).items()}
 
 
 def _runs_each_shape(model: keras.Model) -> bool:
     """Whether the model predicts eagerly, each shape as it comes (eager PyTorch): then the
     photo takes the smallest canvas. A compiled predict (JAX, TensorFlow, a compiled step on
-    PyTorch) compiles a program per shape: the transform's fixed canvas, which photos of every
-    size share (one program per orientation)."""
+    PyTorch) compiles a program per shape: the smallest of the transform's few canvases that
+    holds the photo, which photos of every size share."""
     if keras.backend.backend() != "torch":
         return False
     compiled_mode = getattr(model, "compiled_step_mode", None)

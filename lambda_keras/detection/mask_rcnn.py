@@ -298,16 +298,25 @@ class MaskRCNN(CompiledSteps, keras.Model):
         return self._features(images, self._view(images, image_sizes), training)
 
     def _features(self, images, view: _View, training):
+        return self._pyramid(self._backbone_maps(images, view, training), view)
+
+    def _pyramid(self, maps: dict, view: _View) -> dict:
+        """The FPN's maps from the backbone's ``maps``."""
+        if not _takes_valid_sizes(self.backbone):
+            return self.fpn(maps)
+        return self.fpn(maps, valid_sizes=view.padded)
+
+    def _backbone_maps(self, images, view: _View, training):
+        """The backbone's maps ``{"P2": ..., "P5": ...}`` of the normalized ``images``."""
         x = normalize(K.cast(images, self.compute_dtype))
         if not _takes_valid_sizes(self.backbone):
-            return self.fpn(self.backbone(x, training=training))
+            return self.backbone(x, training=training)
         padded = view.padded
         if padded is None:  # every image fills the batch
             padded = K.tile(K.convert_to_tensor([view.canvas], "int32"), (K.shape(images)[0], 1))
         else:
             x = zero_outside(x, view.image_sizes, 1)
-        features = self.backbone({"images": x, "valid_sizes": padded}, training=training)
-        return self.fpn(features, valid_sizes=view.padded)
+        return self.backbone({"images": x, "valid_sizes": padded}, training=training)
 
     def _roi_features(self, features, boxes, size, view: _View):
         pyramid = {level: features[level] for level in ROI_LEVELS}
@@ -355,14 +364,22 @@ class MaskRCNN(CompiledSteps, keras.Model):
         if training:
             return first
         features = first["features"]
-        _, (rois, rois_valid) = self._proposals(
+        _, proposals = self._proposals(
             first["objectness"], first["rpn_deltas"], view, training=False
         )
+        detections = self._box_detections(features, proposals, view)
+        detections["masks"] = self._detection_masks(features, view, detections)
+        return detections
+
+    def _box_detections(self, features, proposals, view: _View) -> dict:
+        """The box head on the ``(rois, valid)`` proposals and the detections it selects
+        (``boxes``, ``scores``, ``classes``, ``valid``; no masks yet)."""
+        rois, rois_valid = proposals
         if _varying_shapes(rois_valid):  # eager PyTorch: the box head on the kept proposals
             count = _most_per_image(rois_valid)
             rois, rois_valid = rois[:, :count], rois_valid[:, :count]
         logits, deltas = self.box_head(self._roi_features(features, rois, 7, view))
-        detections = select_detections(
+        return select_detections(
             logits,
             deltas,
             rois,
@@ -373,8 +390,6 @@ class MaskRCNN(CompiledSteps, keras.Model):
             candidates=self.detection_candidates,
             min_size=self.detection_min_size,
         )
-        detections["masks"] = self._detection_masks(features, view, detections)
-        return detections
 
     def _detection_masks(self, features, view: _View, detections: dict) -> Tensor:
         """``[b, D, 28, 28]`` mask probabilities of the detections, zeros for the padding. On

@@ -12,10 +12,11 @@ of knowing models apart.
   clipped to the photo, masks pasted by [`paste_masks`][lambda_keras.detection.ops.paste_masks].
 * [`TorchvisionTransform`][lambda_keras.detection.transform.TorchvisionTransform]: torchvision's
   rule (shorter side 800, longer at most 1333, float64 sizes), each image padded to a multiple of 32
-  inside a batch whose sides are multiples of 64 (832 x 1344, or 1344 x 832 for an upright photo);
-  boxes scaled back per axis, masks pasted by
-  [`paste_masks_torchvision`][lambda_keras.detection.ops.paste_masks_torchvision] and thresholded at
-  0.5.
+  inside a batch whose sides are multiples of 64 (`detect` on a compiled backend: the smallest of
+  832 x 832, 832 x 1088, 832 x 1216 and 832 x 1344, or those turned for an upright photo; the
+  serving graph: 832 x 1344, or 1344 x 832 for an upright photo); boxes scaled back per axis,
+  masks pasted by [`paste_masks_torchvision`][lambda_keras.detection.ops.paste_masks_torchvision]
+  and thresholded at 0.5.
 
 Each transform gives the resized size of a photo in Python
 ([`resized_size`][lambda_keras.detection.transform.LetterboxTransform.resized_size], for
@@ -64,13 +65,19 @@ class InputTransform(ModelPart):
         return self
 
     def canvas(self, size, *, smallest: bool = False) -> tuple[int, int]:
-        """The canvas an image of resized ``size`` (``(height, width)`` ints) is padded to: one
-        of ``canvases`` (one program per orientation for backends that compile one per shape),
-        or with ``smallest`` and a transform that pads within a batch (``size_divisible``), each
-        side rounded up to a multiple of 64 (less to compute where each shape runs as it
-        comes)."""
+        """The canvas [`detect`][lambda_keras.detection.detect] pads an image of resized ``size``
+        (``(height, width)`` ints) to. By default the smallest of a few canvases that holds it
+        (``compiled_canvas``: for backends that compile one program per shape, a few programs
+        for photos of every size); with ``smallest`` and a transform that pads within a batch
+        (``size_divisible``), each side rounded up to a multiple of 64 (less to compute where
+        each shape runs as it comes)."""
         if smallest and self.size_divisible is not None:
             return (round_up(size[0]), round_up(size[1]))
+        return self.compiled_canvas(size)
+
+    def compiled_canvas(self, size) -> tuple[int, int]:
+        """The canvas of the program an image of resized ``size`` runs in where each canvas is
+        compiled once: the first of ``canvases``' for its orientation."""
         canvases, first = self.canvases(size)
         return canvases[0] if first is None or first else canvases[1]
 
@@ -195,9 +202,29 @@ class TorchvisionTransform(InputTransform):
         return torchvision_resize(image, self.min_size, self.max_size, float64)
 
     def canvases(self, size) -> tuple[list[tuple[int, int]], Tensor | None]:
-        """A landscape batch for a landscape (or square) image, an upright one otherwise."""
+        """The serving graph's two canvases: a landscape batch for a landscape (or square)
+        image, an upright one otherwise."""
         short, long = round_up(self.min_size), round_up(self.max_size)
         return [(short, long), (long, short)], size[0] <= size[1]
+
+    def long_sides(self) -> tuple[int, ...]:
+        """The longer sides of ``compiled_canvas``' canvases: the resized longer side of a
+        square, 4:3, 3:2 and the longest photo, each rounded up to a multiple of 64 (832, 1088,
+        1216 and 1344 at torchvision's sizes)."""
+        longest = round_up(self.max_size)
+        sides = {min(round_up(self.min_size * ratio), longest) for ratio in (1.0, 4 / 3, 3 / 2)}
+        return tuple(sorted(sides | {longest}))
+
+    def compiled_canvas(self, size) -> tuple[int, int]:
+        """The smallest of the canvases ``(short, long)`` and ``(long, short)`` that holds the
+        image: ``short`` is ``min_size`` rounded up to a multiple of 64 and ``long`` the first of
+        ``long_sides`` that holds the longer side. At most seven programs, whatever the photos'
+        sizes; a square photo takes 832 x 832 at torchvision's sizes, a 3:2 one 832 x 1216."""
+        height, width = (int(side) for side in size)
+        short = max(round_up(self.min_size), round_up(min(height, width)))
+        longer = max(height, width)
+        long = next((s for s in self.long_sides() if s >= longer), round_up(longer))
+        return (short, long) if height <= width else (long, short)
 
     def model_inputs(self, padded: Tensor, size: Tensor):
         return {"images": padded[None], "image_sizes": K.convert_to_tensor(size, "int32")[None]}

@@ -44,30 +44,44 @@ def test_a_model_that_is_not_a_detector_is_refused():
 
 
 @pytest.mark.parametrize("shape", [(60, 100), (100, 60), (70, 70)])  # landscape, upright, square
-def test_the_smallest_canvas_gives_the_fixed_canvas_detections(shape, monkeypatch):
-    """What PyTorch pads a photo to (each side to a multiple of 64) against the transform's fixed
-    canvas (JAX, TensorFlow): the model zeroes its maps beyond the photo, so the same
-    detections."""
-    from lambda_keras.detection import MaskRCNN, TorchvisionTransform
+def test_every_canvas_gives_the_same_detections(shape, monkeypatch):
+    """What eager PyTorch pads a photo to (each side to a multiple of 64), the canvas of the
+    backends that compile a program per shape (the smallest of a few) and the serving graph's
+    fixed canvas: the model zeroes its maps beyond the photo and its anchors there are not
+    valid (torchvision's anchors, as a converted model has), so the same detections."""
+    from lambda_keras.detection import MaskRCNN, TorchvisionAnchors, TorchvisionTransform
     from lambda_keras.detection.transform import InputTransform
     from tests.detection.tiny import TINY_HEADS, tiny_valid_backbone
 
     transform = TorchvisionTransform(min_size=64, max_size=200)
     heads = {**TINY_HEADS, "max_detections": 5, "score_threshold": 0.0}
-    model = MaskRCNN(tiny_valid_backbone(), num_classes=3, transform=transform, **heads)
+    model = MaskRCNN(
+        tiny_valid_backbone(),
+        num_classes=3,
+        transform=transform,
+        anchor_generator=TorchvisionAnchors(),
+        **heads,
+    )
     photo = np.random.default_rng(1).integers(0, 256, (*shape, 3), dtype="uint8")
-    assert transform.canvas((64, 107), smallest=True) == (64, 128) != transform.canvas((64, 107))
+    size = transform.resized_size(*shape)
+    serving, landscape = transform.canvases(size)
+    canvases = {
+        "serving": serving[0] if landscape else serving[1],
+        "smallest": transform.canvas(size, smallest=True),
+        "compiled": transform.canvas(size),
+    }
+    assert canvases["serving"] not in (canvases["smallest"], canvases["compiled"])
     found = {}
-    for smallest in (False, True):
-        chosen = InputTransform.canvas
+    for name, chosen in canvases.items():
+        monkeypatch.setattr(InputTransform, "canvas", lambda *_, c=chosen, **__: c)
+        found[name] = detect(model, photo)
+    for name in ("smallest", "compiled"):
+        _assert_same_detections(found[name], found["serving"])
 
-        def canvas(self, size, smallest=False, forced=smallest, chosen=chosen):
-            return chosen(self, size, smallest=forced)
 
-        monkeypatch.setattr(InputTransform, "canvas", canvas)
-        found[smallest] = detect(model, photo)
-    assert int(found[True]["num_detections"]) == int(found[False]["num_detections"]) > 0
+def _assert_same_detections(found, expected):
+    assert int(found["num_detections"]) == int(expected["num_detections"]) > 0
     for key in ("boxes", "scores"):
-        np.testing.assert_allclose(found[True][key], found[False][key], rtol=1e-4, atol=1e-3)
-    np.testing.assert_array_equal(found[True]["classes"], found[False]["classes"])
-    assert np.mean(found[True]["masks"] != found[False]["masks"]) < 1e-3
+        np.testing.assert_allclose(found[key], expected[key], rtol=1e-4, atol=1e-3)
+    np.testing.assert_array_equal(found["classes"], expected["classes"])
+    assert np.mean(found["masks"] != expected["masks"]) < 1e-3

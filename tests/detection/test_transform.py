@@ -105,17 +105,24 @@ def test_resize_refuses_what_is_not_a_transform():
 
 
 @pytest.mark.parametrize(
-    "size, fixed, smallest",
+    "size, compiled, smallest",
     [
-        ((800, 1199), (832, 1344), (832, 1216)),  # landscape
-        ((1199, 800), (1344, 832), (1216, 832)),  # upright
-        ((800, 800), (832, 1344), (832, 832)),  # square: the landscape canvas
+        ((800, 1199), (832, 1216), (832, 1216)),  # landscape 3:2
+        ((1199, 800), (1216, 832), (1216, 832)),  # upright 3:2
+        ((800, 800), (832, 832), (832, 832)),  # square
+        ((800, 1066), (832, 1088), (832, 1088)),  # landscape 4:3
         ((832, 1280), (832, 1344), (832, 1280)),  # already multiples of 64
+        ((600, 1333), (832, 1344), (640, 1344)),  # longer than 16:9: the longer side capped
     ],
 )
-def test_the_canvas_is_the_fixed_one_or_the_smallest_that_holds_the_image(size, fixed, smallest):
+def test_the_canvas_is_the_smallest_of_a_few_or_the_smallest_that_holds_the_image(
+    size, compiled, smallest
+):
     transform = TorchvisionTransform()
-    assert transform.canvas(size) == fixed
+    assert transform.long_sides() == (832, 1088, 1216, 1344)
+    assert transform.canvas(size) == transform.compiled_canvas(size) == compiled
     assert transform.canvas(size, smallest=True) == smallest
+    canvases, _ = transform.canvases(size)  # the serving graph's: two, whatever the photo
+    assert canvases == [(832, 1344), (1344, 832)]
     letterbox = LetterboxTransform(128)  # the image fills its square: always the square
     assert letterbox.canvas((96, 128), smallest=True) == letterbox.canvas((96, 128)) == (128, 128)
