@@ -344,6 +344,68 @@ def kernel_share(table: Table) -> str:
     return "Kernel time as a share of the profiled step: " + "; ".join(parts) + "."
 
 
+def same_counts(reference: str, what: str):
+    """Whether each other column counted what ``reference`` counted on every row."""
+
+    def sentence(table: Table) -> str:
+        ref = _column(table, reference)
+        counts = " / ".join(f"{row[ref]:,}" for row in table.rows if is_number(row[ref]))
+        parts = []
+        for k, column in enumerate(table.columns):
+            if table.kind_of(k) != "value" or k == ref:
+                continue
+            differ = [
+                f"{row[0]} {row[k]:,}"
+                for row in table.rows
+                if is_number(row[k]) and is_number(row[ref]) and row[k] != row[ref]
+            ]
+            said = f"differs ({', '.join(differ)})" if differ else "the same"
+            parts.append(f"{plain(column)} {said}")
+        return f"{plain(reference)} kept {counts} {what}; " + ", ".join(parts) + "."
+
+    return sentence
+
+
+def stages_against(reference: str, stages: Sequence[str], whole: str, stage_label: int = 1):
+    """Each other column's time in each of ``stages``, summed over the rows' first label (the
+    photos), as a multiple of ``reference``'s: the stages where it spends more, and its
+    ``whole`` row's multiple."""
+
+    def summed(table: Table, column: int, stage: str) -> float | None:
+        cells = [r[column] for r in table.rows if r[stage_label] == stage]
+        return sum(cells) if cells and all(is_number(c) for c in cells) else None
+
+    def sentence(table: Table) -> str:
+        ref = _column(table, reference)
+        parts = []
+        for k, column in enumerate(table.columns):
+            if table.kind_of(k) != "value" or k == ref:
+                continue
+            ratios = {}
+            for stage in (*stages, whole):
+                ours, theirs = summed(table, k, stage), summed(table, ref, stage)
+                if ours is not None and theirs:
+                    ratios[stage] = ours / theirs
+            more = [f"{s} {ratios[s]:.2f}x" for s in stages if ratios.get(s, 0) > 1.0]
+            said = f"{plain(column)} more in {', '.join(more) if more else 'no stage'}"
+            if whole in ratios:
+                said += f" ({whole} {ratios[whole]:.2f}x)"
+            parts.append(said)
+        lead = f"Against {plain(reference)}'s time per stage, summed over the photos: "
+        return lead + "; ".join(parts) + "."
+
+    return sentence
+
+
+DETECTION_STAGES = (  # bench_detection_stages.STAGES (not imported: it imports the benchmark)
+    "preprocess",
+    "backbone",
+    "FPN",
+    "RPN and proposals",
+    "box head and selection",
+    "mask head",
+    "mask pasting",
+)
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
     "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),
@@ -358,6 +420,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "train/train": rows_against(0, "tensorflow", ["train img/s", "inference img/s"], ignore=[3]),
     "detection/inference": against("torchvision", "time per photo"),
     "detection/training": detection_training,
+    "detection/detections": same_counts("torchvision", "detections per photo"),
+    "detection_stages/stages": stages_against("torchvision", DETECTION_STAGES, "whole call"),
     "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
     "build/build": ready_times,
     "backbones/backbones": rows_against(0, "resnet_rs101", ["step (s)", "peak memory (GB)"]),

@@ -207,3 +207,45 @@ def test_the_torch_steps_sentence_says_where_the_compiled_steps_meet_timm_s_time
     assert "m compiled:default: training 0.90x (met), inference 0.95x (met)" in sentence
     on_a_gpu = summaries.torch_steps(1.25)(make(columns, rows, labels=2))
     assert "inference 1.19x (met)" in on_a_gpu
+
+
+def test_the_counts_sentence_names_each_photo_where_a_column_differs():
+    counts = make(
+        ["photo", "torchvision", "tensorflow", "jax"],
+        [("china", 100, 100, 100), ("flower", 100, 100, 99)],
+        plot="none",
+    )
+    assert summaries.same_counts("torchvision", "detections per photo")(counts) == (
+        "torchvision kept 100 / 100 detections per photo; tensorflow the same, "
+        "jax differs (flower 99)."
+    )
+
+
+def test_the_stages_sentence_names_where_each_column_spends_more_over_the_photos():
+    stages = ("backbone", "mask head")
+    table = make(
+        ["photo", "stage", "torchvision", "tensorflow", "jax"],
+        [
+            ("a", "backbone", 1.0, 0.5, 1.5),
+            ("a", "mask head", 0.4, 0.2, 0.3),
+            ("a", "whole call", 1.5, 0.8, 2.0),
+            ("b", "backbone", 1.0, 0.5, 0.7),
+            ("b", "mask head", 0.4, 0.2, 0.6),
+            ("b", "whole call", 1.5, 0.8, 1.4),
+        ],
+        labels=2,
+    )
+    assert summaries.stages_against("torchvision", stages, "whole call")(table) == (
+        "Against torchvision's time per stage, summed over the photos: tensorflow more in no "
+        "stage (whole call 0.53x); jax more in backbone 1.10x, mask head 1.12x "
+        "(whole call 1.13x)."
+    )
+
+
+def test_the_stages_the_sentence_reads_are_the_benchmark_s():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_detection_stages
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    assert summaries.DETECTION_STAGES == bench_detection_stages.STAGES
