@@ -23,6 +23,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch", "torchvision", "timm")
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
+# Changed tracked files other than the results and their plots: a script that writes its file
+# after each column (or a second script run beside it) does not mark its own figures.
+UNCOMMITTED_CODE = (
+    "status",
+    "--porcelain",
+    "--untracked-files=no",
+    "--",
+    ".",
+    ":(exclude)benchmarks/results",
+    ":(exclude)docs/images/benchmarks",
+)
 
 
 class Table:
@@ -149,7 +160,7 @@ def environment() -> dict:
             continue
     return {
         "commit": _git("rev-parse", "--short", "HEAD"),
-        "uncommitted_changes": bool(_git("status", "--porcelain", "--untracked-files=no")),
+        "uncommitted_changes": bool(_git(*UNCOMMITTED_CODE)),
         "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
         "python": platform.python_version(),
         "versions": versions,

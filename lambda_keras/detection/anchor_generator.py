@@ -90,17 +90,29 @@ class AnchorGenerator(ModelPart):
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
 class CentredAnchors(AnchorGenerator):
-    """Anchors centred on their cells, the same for every image (the project's models).
+    """Anchors centred on their cells, the same for every image (the project's models). Given
+    each image's size, the anchors of cells beyond it are not valid (they never propose), so an
+    image's detections do not depend on the canvas it is padded into.
 
     Examples:
         >>> anchors, valid = CentredAnchors()((64, 64))
         >>> tuple(anchors["P2"].shape), valid
         ((768, 4), None)
+        >>> anchors, valid = CentredAnchors()((64, 128), [[64, 64]])
+        >>> tuple(anchors["P2"].shape), tuple(valid["P2"].shape), int(sum(valid["P2"][0]))
+        ((1536, 4), (1, 1536), 768)
     """
 
     def __call__(self, canvas, image_sizes=None):
-        del image_sizes  # every image's anchors are the canvas's
-        return ops.pyramid_anchors(canvas, self.sizes, self.aspect_ratios), None
+        anchors = ops.pyramid_anchors(canvas, self.sizes, self.aspect_ratios)
+        if image_sizes is None:  # every image fills the canvas
+            return anchors, None
+        count = len(self.aspect_ratios)
+        valid = {
+            f"P{level}": ops.anchors_inside(canvas, image_sizes, level, count)
+            for level in sorted(self.sizes)
+        }
+        return anchors, valid
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")

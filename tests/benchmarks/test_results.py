@@ -99,3 +99,33 @@ def test_a_plot_draws_numbers_only_one_unit_per_axis(tmp_path, monkeypatch):
     render.plot(t, tmp_path / "b.png")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
     assert drawn == [["lambda"], [""]]  # two panels (M, s), one row, no backticks
+
+
+def test_only_changed_code_marks_figures_as_uncommitted(tmp_path):
+    """A results file the script itself rewrote (after each column) or a plot is not a change
+    of the code the figures came from; any other tracked file is."""
+    import subprocess
+
+    def git(*args):
+        done = subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.strip()
+
+    files = ["benchmarks/results/x.json", "docs/images/benchmarks/x.png", "lambda_keras/x.py"]
+    for name in files:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("0")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "first")
+    for name in files[:2]:
+        (tmp_path / name).write_text("1")
+    (tmp_path / "untracked.txt").write_text("1")
+    assert git(*results.UNCOMMITTED_CODE) == ""
+    (tmp_path / files[2]).write_text("1")
+    assert git(*results.UNCOMMITTED_CODE) == "M lambda_keras/x.py"

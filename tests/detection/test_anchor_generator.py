@@ -16,11 +16,24 @@ from tests.detection.tiny import tiny_backbone
 
 
 def test_centred_anchors_are_the_pyramid_anchors_of_the_canvas():
-    anchors, valid = CentredAnchors()((128, 64), image_sizes=[[100, 64]])
+    anchors, valid = CentredAnchors()((128, 64))
     expected = ops.pyramid_anchors((128, 64))
     assert valid is None and set(anchors) == {"P2", "P3", "P4", "P5", "P6"}
     for level, boxes in expected.items():
         np.testing.assert_array_equal(np.asarray(anchors[level]), np.asarray(boxes))
+
+
+def test_centred_anchors_beyond_an_image_are_not_valid():
+    """An image 100 pixels high in a 128 x 64 canvas: at stride 4 its first 25 rows of cells
+    (3 anchors each, 16 columns, row-major) are valid, at stride 64 both rows (ceil)."""
+    anchors, valid = CentredAnchors()((128, 64), image_sizes=[[100, 64], [128, 64]])
+    expected = ops.pyramid_anchors((128, 64))
+    for level, boxes in expected.items():
+        np.testing.assert_array_equal(np.asarray(anchors[level]), np.asarray(boxes))
+    p2 = np.asarray(valid["P2"])
+    assert p2.shape == (2, 32 * 16 * 3) and p2[1].all()
+    np.testing.assert_array_equal(p2[0], np.arange(32 * 16 * 3) < 25 * 16 * 3)
+    assert np.asarray(valid["P6"]).all()
 
 
 def test_torchvision_anchors_per_image_or_one_set():

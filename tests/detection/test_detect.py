@@ -43,13 +43,16 @@ def test_a_model_that_is_not_a_detector_is_refused():
         detect(object(), np.zeros((8, 8, 3), "uint8"))
 
 
+@pytest.mark.parametrize("anchors", ["TorchvisionAnchors", "CentredAnchors"])
 @pytest.mark.parametrize("shape", [(60, 100), (100, 60), (70, 70)])  # landscape, upright, square
-def test_every_canvas_gives_the_same_detections(shape, monkeypatch):
+def test_every_canvas_gives_the_same_detections(shape, anchors, monkeypatch):
     """What eager PyTorch pads a photo to (each side to a multiple of 64), the canvas of the
     backends that compile a program per shape (the smallest of a few) and the serving graph's
     fixed canvas: the model zeroes its maps beyond the photo and its anchors there are not
-    valid (torchvision's anchors, as a converted model has), so the same detections."""
-    from lambda_keras.detection import MaskRCNN, TorchvisionAnchors, TorchvisionTransform
+    valid (torchvision's, as a converted model has, and the project's), so the same
+    detections."""
+    from lambda_keras import detection
+    from lambda_keras.detection import MaskRCNN, TorchvisionTransform
     from lambda_keras.detection.transform import InputTransform
     from tests.detection.tiny import TINY_HEADS, tiny_valid_backbone
 
@@ -59,7 +62,7 @@ def test_every_canvas_gives_the_same_detections(shape, monkeypatch):
         tiny_valid_backbone(),
         num_classes=3,
         transform=transform,
-        anchor_generator=TorchvisionAnchors(),
+        anchor_generator=getattr(detection, anchors)(),
         **heads,
     )
     photo = np.random.default_rng(1).integers(0, 256, (*shape, 3), dtype="uint8")

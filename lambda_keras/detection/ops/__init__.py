@@ -11,6 +11,7 @@ runs TensorFlow's own kernel: [suppression][lambda_keras.detection.ops.suppressi
 from lambda_keras.detection.ops.anchors import (
     DEFAULT_ASPECT_RATIOS,
     DEFAULT_SIZES,
+    anchors_inside,
     pyramid_anchors,
     torchvision_anchors,
 )
@@ -38,6 +39,7 @@ __all__ = [
     "BOX_WEIGHTS",
     "DEFAULT_ASPECT_RATIOS",
     "DEFAULT_SIZES",
+    "anchors_inside",
     "assign_pyramid_levels",
     "batched_nms",
     "box_area",

@@ -20,7 +20,13 @@ from lambda_keras import _validation as v
 from lambda_keras.detection.ops._checks import Tensor
 from lambda_keras.detection.ops.sizes import ceil_divide
 
-__all__ = ["DEFAULT_ASPECT_RATIOS", "DEFAULT_SIZES", "pyramid_anchors", "torchvision_anchors"]
+__all__ = [
+    "DEFAULT_ASPECT_RATIOS",
+    "DEFAULT_SIZES",
+    "anchors_inside",
+    "pyramid_anchors",
+    "torchvision_anchors",
+]
 
 DEFAULT_SIZES = {2: 32.0, 3: 64.0, 4: 128.0, 5: 256.0, 6: 512.0}
 """Anchor side (pixels) per pyramid level P2..P6 (Mask R-CNN with FPN, He et al., 2017)."""
@@ -117,13 +123,25 @@ def torchvision_anchors(
         xs = ops.broadcast_to(xs[:, None, :, None], (batch, rows, cols, 1))
         shifts = ops.concatenate([ys, xs, ys, xs], -1)[:, :, :, None, :]  # [b, rows, cols, 1, 4]
         anchors[f"P{level}"] = ops.reshape(shifts + base, (batch, -1, 4))
-        inside = ops.logical_and(
-            ops.arange(rows)[None, :, None] < cells[:, None, None, 0],
-            ops.arange(cols)[None, None, :] < cells[:, None, None, 1],
-        )  # [b, rows, cols]
-        inside = ops.repeat(inside[..., None], len(aspect_ratios), -1)
-        valid[f"P{level}"] = ops.reshape(inside, (batch, -1))
+        valid[f"P{level}"] = anchors_inside((height, width), padded, level, len(aspect_ratios))
     return anchors, valid
+
+
+def anchors_inside(
+    canvas_size: tuple[int, int], padded_sizes: Tensor, level: int, anchors_per_cell: int
+) -> Tensor:
+    """``[batch, n_level]`` bool: the anchors of level ``level`` on a canvas of ``canvas_size``
+    whose cells lie inside each image's ``padded_sizes`` (``[batch, 2]`` int): the first
+    ``ceil(padded_size / 2**level)`` rows and columns, in the anchors' order."""
+    stride = 2**level
+    rows, cols = canvas_size[0] // stride, canvas_size[1] // stride
+    cells = ceil_divide(ops.cast(padded_sizes, "int32"), stride)  # [b, 2]
+    inside = ops.logical_and(
+        ops.arange(rows)[None, :, None] < cells[:, None, None, 0],
+        ops.arange(cols)[None, None, :] < cells[:, None, None, 1],
+    )  # [b, rows, cols]
+    inside = ops.repeat(inside[..., None], anchors_per_cell, -1)
+    return ops.reshape(inside, (ops.shape(inside)[0], -1))
 
 
 def _rounded_cell_anchors(size: float, aspect_ratios) -> np.ndarray:
