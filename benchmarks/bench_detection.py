@@ -40,18 +40,15 @@ step.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib.util
-import io
 import json
 import os
 import re
 import sys
-import tempfile
 
 import numpy as np
 from arguments import names, positive_int, sizes
-from children import child_env, run_json_child
+from children import run_columns
 from results import Table, add_output_argument, write
 from timing import median_seconds, synchronized, torch_device
 
@@ -269,12 +266,10 @@ def child(args) -> None:
 # In the parent: one child per column (torchvision first: it writes the converted weights).
 
 
-def run_child(column: str, args, argv: list[str]) -> dict[str, float]:
-    # torchvision's column converts its weights with Keras: on PyTorch, which it has anyway.
-    backend = column if column in KERAS_BACKENDS else "torch"
-    command = [sys.executable, os.path.abspath(__file__), *argv, f"--child={column}"]
-    command.append(f"--workdir={args.workdir}")
-    return run_json_child(column, command, child_env(backend, args.threads))
+def column_backend(column: str) -> str:
+    """The Keras backend a column's process runs: its own, or PyTorch for torchvision's (it
+    converts its weights with Keras, on PyTorch, which it has anyway)."""
+    return column if column in KERAS_BACKENDS else "torch"
 
 
 def inference_tables(results: dict, columns: list[str]) -> list[Table]:
@@ -331,6 +326,16 @@ def installed(column: str) -> bool:
     return importlib.util.find_spec(column) is not None
 
 
+def add_column_arguments(parser: argparse.ArgumentParser) -> None:
+    """What every column of the detection benchmarks takes: ``--repeats``, ``--threads``,
+    ``--output`` and the children's own two."""
+    parser.add_argument("--repeats", type=positive_int, default=3)
+    parser.add_argument("--threads", type=positive_int, default=2)
+    add_output_argument(parser)
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
+
+
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", type=names(KERAS_BACKENDS), default=["tensorflow"])
@@ -342,11 +347,7 @@ def parse(argv):
         "--models", type=names(MODELS), default=[CONVERTED, "lambda_resnet50", "resnet_rs50"]
     )
     parser.add_argument("--batch", type=positive_int, default=1)
-    parser.add_argument("--repeats", type=positive_int, default=3)
-    parser.add_argument("--threads", type=positive_int, default=2)
-    add_output_argument(parser)
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
+    add_column_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -358,18 +359,24 @@ def main(argv=None) -> None:
         return
     # torchvision's column: its inference, and its training step of the converted model only.
     reference = ["torchvision"] if "inference" in args.tables or CONVERTED in args.models else []
-    columns = [c for c in [*reference, *args.backends] if installed(c)]
-    missing = [c for c in [*reference, *args.backends] if not installed(c)]
-    results = {}
-    with tempfile.TemporaryDirectory() as workdir:
-        args.workdir = workdir
-        passed = [a for a in argv if not a.startswith("--output")]
-        for column in columns:
-            results[column] = run_child(column, args, passed)
-            if column != columns[-1]:  # so far, quietly: a stopped run keeps these
-                with contextlib.redirect_stdout(io.StringIO()):
-                    write_tables(results, [c for c in columns if c in results], missing, args)
-    write_tables(results, columns, missing, args)
+    measure_columns(__file__, [*reference, *args.backends], args, argv, write_tables)
+
+
+def measure_columns(script: str, wanted: list[str], args, argv: list[str], write) -> None:
+    """Each installed column of ``wanted`` in its own child of ``script``, then ``write(results,
+    columns, missing, args)``: after every column (a stopped run keeps what it measured) and,
+    printed, at the end."""
+    columns = [c for c in wanted if installed(c)]
+    missing = [c for c in wanted if not installed(c)]
+    results = run_columns(
+        script,
+        columns,
+        argv,
+        args.threads,
+        column_backend,
+        lambda so_far: write(so_far, [c for c in columns if c in so_far], missing, args),
+    )
+    write(results, columns, missing, args)
 
 
 def write_tables(results: dict, columns: list[str], missing: list[str], args) -> None:

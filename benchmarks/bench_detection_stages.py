@@ -29,24 +29,26 @@ Medians of ``--repeats`` runs after one warm-up, in seconds, per stage.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.util
-import io
 import json
 import os
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 
-from arguments import names, positive_int
-from bench_detection import PHOTOS, convert_weights, photos, torchvision_model
-from children import child_env, run_json_child
-from results import Table, add_output_argument, write
+from arguments import names
+from bench_detection import (
+    KERAS_BACKENDS,
+    PHOTOS,
+    add_column_arguments,
+    convert_weights,
+    measure_columns,
+    photos,
+    torchvision_model,
+)
+from results import Table, write
 from timing import median_seconds
 
-KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 STAGES = (
     "preprocess",
     "backbone",
@@ -277,18 +279,10 @@ def stages_table(results: dict, columns: list[str]) -> Table:
     return table
 
 
-def installed(column: str) -> bool:
-    return importlib.util.find_spec(column) is not None
-
-
 def parse(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backends", type=names(KERAS_BACKENDS), default=["tensorflow"])
-    parser.add_argument("--repeats", type=positive_int, default=3)
-    parser.add_argument("--threads", type=positive_int, default=2)
-    add_output_argument(parser)
-    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
+    add_column_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -298,20 +292,7 @@ def main(argv=None) -> None:
     if args.child:
         child(args)
         return
-    wanted = ["torchvision", *args.backends]
-    columns = [c for c in wanted if installed(c)]
-    missing = [c for c in wanted if not installed(c)]
-    results = {}
-    with tempfile.TemporaryDirectory() as workdir:
-        passed = [a for a in argv if not a.startswith("--output")]
-        for column in columns:
-            backend = column if column in KERAS_BACKENDS else "torch"
-            command = [sys.executable, os.path.abspath(__file__), *passed]
-            command += [f"--child={column}", f"--workdir={workdir}"]
-            results[column] = run_json_child(column, command, child_env(backend, args.threads))
-            quiet = column != columns[-1]  # so far, quietly: a stopped run keeps these
-            with contextlib.redirect_stdout(io.StringIO()) if quiet else contextlib.nullcontext():
-                write_table(results, [c for c in columns if c in results], missing, args)
+    measure_columns(__file__, ["torchvision", *args.backends], args, argv, write_table)
 
 
 def write_table(results: dict, columns: list[str], missing: list[str], args) -> None:

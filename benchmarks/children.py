@@ -3,11 +3,15 @@ and the project's scripts run as a user runs them."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 
 
 def child_env(keras_backend: str, threads: int, **extra: str) -> dict[str, str]:
@@ -33,6 +37,32 @@ def run_json_child(column: str, command: list[str], env: dict[str, str]) -> dict
         print(f"{column} failed: {last}", file=sys.stderr, flush=True)
         return {}
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_columns(
+    script: str,
+    columns: list[str],
+    argv: list[str],
+    threads: int,
+    backend_of: Callable[[str], str],
+    write_so_far: Callable[[dict], None],
+) -> dict[str, dict]:
+    """One child process of ``script`` per column, in order (``argv`` less ``--output``, with
+    ``--child=<column>`` and a ``--workdir`` all the children share): ``{column: its JSON}``.
+    After each column but the last, ``write_so_far(results)`` runs with its printing silenced:
+    a run stopped midway keeps the columns it measured."""
+    results: dict[str, dict] = {}
+    passed = [a for a in argv if not a.startswith("--output")]
+    with tempfile.TemporaryDirectory() as workdir:
+        for column in columns:
+            command = [sys.executable, os.path.abspath(script), *passed]
+            command += [f"--child={column}", f"--workdir={workdir}"]
+            env = child_env(backend_of(column), threads)
+            results[column] = run_json_child(column, command, env)
+            if column != columns[-1]:
+                with contextlib.redirect_stdout(io.StringIO()):
+                    write_so_far(dict(results))
+    return results
 
 
 def run_script(command: list[str], what: str) -> tuple[str, float]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from bench_detection_stages import STAGES as DETECTION_STAGES
 from results import Table, is_number, plain
 
 
@@ -397,15 +398,6 @@ def stages_against(reference: str, stages: Sequence[str], whole: str, stage_labe
     return sentence
 
 
-DETECTION_STAGES = (  # bench_detection_stages.STAGES (not imported: it imports the benchmark)
-    "preprocess",
-    "backbone",
-    "FPN",
-    "RPN and proposals",
-    "box head and selection",
-    "mask head",
-    "mask pasting",
-)
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
     "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),

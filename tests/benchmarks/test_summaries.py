@@ -241,11 +241,3 @@ def test_the_stages_sentence_names_where_each_column_spends_more_over_the_photos
         "(whole call 1.13x)."
     )
 
-
-def test_the_stages_the_sentence_reads_are_the_benchmark_s():
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        import bench_detection_stages
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    assert summaries.DETECTION_STAGES == bench_detection_stages.STAGES
