@@ -10,7 +10,7 @@ run stopped midway keeps the columns it measured.
 **Inference** (``--tables=inference``): torchvision's ``maskrcnn_resnet50_fpn`` (random weights,
 ``torch.manual_seed(0)``) and the same model converted
 (``lambda_keras.detection.maskrcnn_resnet50_fpn`` with those weights through the converter, so
-both keep the same detections: about 100 per photo with these weights) on scikit-learn's two
+both keep the same detections: the cap of 100 per photo with these weights) on scikit-learn's two
 sample photos in three shapes (landscape, upright, square) at torchvision's preprocessing
 (shorter side 800, longer at most 1333): torchvision's ``model([image])``,
 ``lambda_keras.detection.detect(model, photo)`` on each backend (resize, the model and the

@@ -6,7 +6,8 @@ sample photos in three shapes at torchvision's preprocessing. Each column runs i
 process (``--threads`` threads, default 2). The stages:
 
 - **preprocess**: the photo resized to torchvision's size and padded (torchvision's
-  ``model.transform``; the eager first part of ``detect``);
+  ``model.transform``, which also normalizes it; the eager first part of ``detect``: the Keras
+  models normalize in the backbone stage);
 - **backbone**, **FPN**;
 - **RPN and proposals**: the RPN head, the boxes decoded, NMS;
 - **box head and selection**: ROIAlign, the box head and the detections' selection (per-class

@@ -233,8 +233,8 @@ class CompiledStep:
             )
         else:
             advice = (
-                "Each input shape compiles once (another image size; in detect, a photo of the "
-                "other orientation)."
+                "Each input shape compiles once (another image size; in detect, a photo that "
+                "takes another of the transform's few canvases)."
             )
         warnings.warn(
             f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new input "

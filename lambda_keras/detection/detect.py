@@ -11,7 +11,10 @@ import keras
 import numpy as np
 from keras import ops as K
 
-__all__ = ["detect"]
+from lambda_keras.detection.ops._checks import Tensor
+from lambda_keras.detection.transform import InputTransform
+
+__all__ = ["PreparedPhoto", "detect", "photo_detections", "prepare_photo"]
 
 
 def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str, np.ndarray]:
@@ -64,8 +67,8 @@ class PreparedPhoto:
     padded to its canvas), the ``transform`` that made it, the resized ``size`` and the photo's
     ``shape`` (``(height, width)``)."""
 
-    inputs: object
-    transform: object
+    inputs: Tensor | dict[str, Tensor]
+    transform: InputTransform
     size: tuple[int, int]
     shape: tuple[int, int]
 
@@ -114,8 +117,9 @@ def _predict(model: keras.Model, inputs) -> dict[str, np.ndarray]:
     calls = _TENSORFLOW_CALLS.setdefault(model, {})
     images = inputs["images"] if isinstance(inputs, dict) else inputs
     canvas = tuple(images.shape)
-    if canvas not in calls:
-        calls[canvas] = tf.function(lambda x: model(x, training=False))
+    if canvas not in calls:  # the function holds the model weakly: the entry may go with it
+        held = weakref.ref(model)
+        calls[canvas] = tf.function(lambda x: held()(x, training=False))
     return {key: value.numpy() for key, value in calls[canvas](inputs).items()}
 
 

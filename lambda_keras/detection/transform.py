@@ -48,8 +48,9 @@ class InputTransform(ModelPart):
     """What every input transform gives: its serving form at a size
     ([`at_size`][lambda_keras.detection.transform.InputTransform.at_size]), the resized size of a
     photo in Python (``resized_size``) and inside a TensorFlow graph (``graph_resize``), the
-    canvases a photo may be padded to (``canvases``; ``canvas`` picks one, or the smallest that
-    holds the photo), the model's input for one padded photo
+    canvases a photo may be padded to (``canvas`` for ``detect``: the smallest of a few,
+    ``compiled_canvas``, or the smallest that holds the photo; ``canvases``: the serving graph's
+    fixed ones), the model's input for one padded photo
     (``model_inputs``) and the way back into the photo (``to_photo``); ``size_divisible``: the
     multiple each image is padded to inside a larger batch (None: each image fills its canvas).
     Saved with the model (``get_config``)."""

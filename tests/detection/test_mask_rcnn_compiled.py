@@ -1,8 +1,8 @@
 """MaskRCNN's steps compiled on PyTorch (lambda_keras/backend/compiled_steps.py): the traced
 training, evaluation and prediction steps compute what Keras' eager steps compute, given the same
 random draws (the RoI and anchor samplers); NMS is one operator of static shape inside the trace;
-`detect` pads to the transform's fixed canvas where predict compiles (one graph per
-orientation); Inductor compiles each step once without graph breaks (`-m slow`). Run in the
+`detect` pads to the smallest of the transform's few canvases where predict compiles (one graph
+per canvas); Inductor compiles each step once without graph breaks (`-m slow`). Run in the
 PyTorch child of tests/test_backends.py."""
 
 import keras
@@ -139,9 +139,10 @@ def test_nms_is_one_operator_of_static_shape_in_a_trace():
 
 
 @on_torch
-def test_detect_pads_to_the_fixed_canvas_where_predict_compiles(monkeypatch):
-    """One compiled predict graph per orientation, whatever the photo's size, and the
-    detections eager PyTorch finds on its smallest canvas."""
+def test_detect_pads_to_a_few_canvases_where_predict_compiles(monkeypatch):
+    """One compiled predict graph per canvas of the transform's few (photos of other sizes that
+    fit the same canvas share it), and the detections eager PyTorch finds on its smallest
+    canvas."""
     keras.utils.set_random_seed(2)
     heads = {**TINY_HEADS, "max_detections": 5, "score_threshold": 0.0}
     transform = TorchvisionTransform(min_size=64, max_size=200)
@@ -152,13 +153,14 @@ def test_detect_pads_to_the_fixed_canvas_where_predict_compiles(monkeypatch):
         model, "predict", lambda data: eager_predict(data[0]), inductor=False
     )
     rng = np.random.default_rng(1)
-    # Two landscape photos whose smallest canvases differ ((64, 128) and (64, 192)), one upright.
-    shapes = [(60, 100), (60, 180), (100, 60)]
-    assert len({transform.canvas(transform.resized_size(*shape), smallest=True)
-                for shape in shapes}) == 3
+    # Landscape photos on the canvases (64, 128), (64, 128) and (64, 256) (the long sides are
+    # 64, 128 and 256 for these sizes), and an upright one on (128, 64).
+    shapes = [(60, 100), (60, 110), (60, 180), (100, 60)]
+    canvases = [transform.canvas(transform.resized_size(*shape)) for shape in shapes]
+    assert canvases == [(64, 128), (64, 128), (64, 256), (128, 64)]
     photos = [rng.integers(0, 256, (*shape, 3), dtype="uint8") for shape in shapes]
     compiled = [detect(model, photo) for photo in photos]  # the model is built by the first
-    assert model.predict_function.compiles == 2 and model.predict_function.eager_reason is None
+    assert model.predict_function.compiles == 3 and model.predict_function.eager_reason is None
     model.jit_compile, model.predict_function = False, None  # Keras' eager predict
     assert model.compiled_step_mode("predict") is None
     for photo, found in zip(photos, compiled, strict=True):
