@@ -21,7 +21,10 @@ column runs the model's stages one after another, each compiled as ``detect`` co
 whole model on that backend (``tf.function`` on TensorFlow, ``jax.jit`` on JAX, eager on
 PyTorch on a CPU); **whole call** is ``detect(model, photo)`` itself, so the gap between it and
 the stages' sum is what compiling the stages apart changes (fusion across stages, dispatch).
-Medians of ``--repeats`` runs after one warm-up, in seconds, per stage.
+Medians of ``--repeats`` runs after one warm-up, in seconds, per stage. Where there is a GPU,
+torchvision computes on it as the Keras columns do, and each stage's time ends when the device
+has finished it; there PyTorch's Keras stages run eagerly, while ``detect`` (the whole call)
+compiles by default.
 
     python benchmarks/bench_detection_stages.py --backends=tensorflow,jax,torch \\
         --output=benchmarks/results/detection_stages.json
@@ -45,10 +48,11 @@ from bench_detection import (
     convert_weights,
     measure_columns,
     photos,
+    torchvision_input,
     torchvision_model,
 )
 from results import Table, write
-from timing import median_seconds
+from timing import median_seconds, torch_device, wait_for_device
 
 STAGES = (
     "preprocess",
@@ -101,9 +105,11 @@ class TorchvisionClock:
         model.transform.postprocess = timed_postprocess
 
     def _start(self, stage: str) -> None:
+        wait_for_device()  # a GPU's queued work belongs to the stage before
         self._started[stage] = time.perf_counter()
 
     def _stop(self, stage: str) -> None:
+        wait_for_device()
         now = time.perf_counter()
         self.seconds[stage] = now - self._started[stage]
         if stage == "roi heads":
@@ -120,15 +126,17 @@ def torchvision_cells(args) -> dict[str, dict[str, float]]:
 
     model = torchvision_model()
     convert_weights(model, args.workdir)
+    model.to(torch_device())
     clock = TorchvisionClock(model)
     cells = {}
     for name, photo in photos().items():
-        tensor = torch.from_numpy(photo.copy()).permute(2, 0, 1) / 255.0
+        tensor = torchvision_input(photo)
         runs = []
         for _ in range(1 + args.repeats):
             start = time.perf_counter()
             with torch.inference_mode():
                 found = model([tensor])[0]
+            wait_for_device()
             runs.append({**clock.stages(), WHOLE: time.perf_counter() - start})
         cells[name] = {**medians(runs[1:]), "detections": len(found["boxes"])}
     return cells
@@ -192,7 +200,9 @@ def compiled(model, fn: Callable) -> Callable:
 
     def eager(*args):
         with torch.no_grad():
-            return fn(*args)
+            out = fn(*args)
+        wait_for_device()
+        return out
 
     return eager
 
@@ -200,11 +210,15 @@ def compiled(model, fn: Callable) -> Callable:
 def keras_photo_stages(model, functions: dict, photo) -> tuple[dict[str, float], dict]:
     """One photo through ``prepare_photo``, the compiled stages and ``photo_detections``: the
     seconds of each stage and the detections."""
+    import keras
+
     from lambda_keras.detection.detect import photo_detections, prepare_photo
 
     seconds = {}
     start = time.perf_counter()
     prepared = prepare_photo(model, photo)
+    if keras.backend.backend() == "torch":
+        wait_for_device()
     seconds["preprocess"] = time.perf_counter() - start
     state = {}
     for stage, fn in functions.items():

@@ -28,13 +28,20 @@ def torch_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def synchronized(step: Callable[[], object]) -> Callable[[], None]:
-    """``step`` returning when the device has finished it (CUDA computes asynchronously)."""
+def wait_for_device() -> None:
+    """Return when PyTorch's GPU has finished its queued work (CUDA computes asynchronously);
+    at once without one."""
     import torch
+
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def synchronized(step: Callable[[], object]) -> Callable[[], None]:
+    """``step`` returning when the device has finished it."""
 
     def run() -> None:
         step()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
+        wait_for_device()
 
     return run
