@@ -203,6 +203,62 @@ def test_inductor_compiles_each_step_once_without_graph_breaks():
     assert len(model.train_function.compile_seconds) == 1
 
 
+def residual_net() -> keras.Model:
+    """A residual block on ``[batch, height, width, channels]`` tensors: convolutions, batch
+    norm, silu and an addition, as in the zoo's blocks."""
+    keras.utils.set_random_seed(0)
+    inputs = keras.Input((16, 16, 16))
+    x = keras.layers.Conv2D(16, 1)(inputs)
+    x = keras.layers.Activation("silu")(keras.layers.BatchNormalization()(x))
+    x = keras.layers.BatchNormalization()(keras.layers.Conv2D(16, 3, padding="same")(x))
+    x = keras.layers.Activation("silu")(x + inputs)
+    return Net(inputs, keras.layers.Dense(4)(keras.layers.GlobalAveragePooling2D()(x)))
+
+
+def transposes(model, x, y) -> list[int]:
+    """How many blocks each of the prediction and the training step's Inductor code transposes
+    (``transpose_mxn``, the C++ kernels' copy from one memory order to another)."""
+    import torch
+    from torch._inductor.utils import run_and_get_code
+
+    counts = []
+    with torch._inductor.config.patch(fx_graph_cache=False):  # the code is generated anew
+        for call, args in ((model.predict_on_batch, (x,)), (model.train_on_batch, (x, y))):
+            _, codes = run_and_get_code(call, *args)
+            assert codes, "Inductor generated no code"
+            counts.append(sum(code.count("transpose_mxn") for code in codes))
+    return counts
+
+
+@pytest.mark.torch_compiled
+def test_inductor_keeps_keras_tensors_in_their_memory_order(monkeypatch):
+    """Inductor's layout optimization took Keras' [batch, height, width, channels] tensors for
+    [batch, channels, height, width] and stored them as [batch, width, channels, height],
+    transposing them between kernels (twice the time of a LambdaResNet-50's prediction on 2
+    CPU cores): the compiled steps turn it off (INDUCTOR_OPTIONS)."""
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("counts the C++ kernels of Inductor's CPU code")
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(4, 16, 16, 16)).astype("float32"), np.arange(4) % 4
+    assert torch_compiled_step.INDUCTOR_OPTIONS == {"layout_optimization": False}
+    assert transposes(compiled(residual_net()), x, y) == [0, 0]
+    # The check can fail: with Inductor's own layouts the same steps transpose.
+    monkeypatch.setattr(torch_compiled_step, "INDUCTOR_OPTIONS", {})
+    assert min(transposes(compiled(residual_net()), x, y)) > 0
+
+
+def test_the_options_are_the_mode_s_and_the_project_s():
+    pytest.importorskip("torch")
+    options = torch_compiled_step.inductor_options
+    assert options("default") == {"layout_optimization": False}
+    assert options("reduce-overhead") == {
+        "triton.cudagraphs": True, "layout_optimization": False,
+    }
+    assert options("max-autotune-no-cudagraphs")["max_autotune"] is True
+
+
 @on_torch
 def test_random_layers_draw_anew_each_step_and_repeat_under_the_same_seed():
     x, y = batch()
