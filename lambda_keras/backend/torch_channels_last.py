@@ -140,7 +140,9 @@ def _channels_last_weights(kernel):
 
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """``keras.ops.max_pool`` on PyTorch, ``"valid"`` 2-D pooling of channels-last maps as a
-    channels-last view (PyTorch's pooling keeps the memory format)."""
+    channels-last view (PyTorch's pooling keeps the memory format), as one operator whose
+    gradient a compiled step calls as PyTorch's kernel
+    ([`torch_max_pool`][lambda_keras.backend.torch_max_pool])."""
     from keras.src.backend import standardize_data_format
     from keras.src.backend.torch.core import convert_to_tensor
 
@@ -151,11 +153,11 @@ def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None)
         or standardize_data_format(data_format) != "channels_last"
     ):
         return _keras("max_pool")(inputs, pool_size, strides, padding, data_format)
-    import torch.nn.functional as F
+    from lambda_keras.backend.torch_max_pool import max_pool2d
 
     pool_size = _pair(pool_size, "pool_size")
     strides = pool_size if strides is None else _pair(strides, "strides")
-    return F.max_pool2d(inputs.permute(0, 3, 1, 2), pool_size, strides).permute(0, 2, 3, 1)
+    return max_pool2d(inputs, pool_size, strides)
 
 
 def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):

@@ -48,10 +48,15 @@ eager step, after one warning that says why; so does a new input signature after
 [`MAX_GRAPHS`][lambda_keras.backend.torch_compiled_step.MAX_GRAPHS]. A model with its own
 ``train_step``, ``test_step`` or ``predict_step`` keeps it (with Keras' own step functions).
 
+Inductor compiles with its layout optimization off
+([`INDUCTOR_OPTIONS`][lambda_keras.backend.torch_compiled_step.INDUCTOR_OPTIONS]): it takes
+4-D tensors for ``[batch, channels, height, width]``, and Keras' are ``[batch, height, width,
+channels]``.
+
 The switch ``LAMBDA_KERAS_TORCH_COMPILE``: ``auto`` (the default) compiles on a GPU and leaves
-Keras' eager steps on a CPU, where Inductor's code measured slower than PyTorch's eager kernels
-at 224 px and each step compiles for minutes (faster at 64 px; the benchmarks page, "PyTorch:
-compiled steps against timm"); ``1`` compiles on every device; ``0`` leaves Keras' steps alone;
+Keras' eager steps on a CPU, where each step compiles for minutes on a few cores before its
+first batch (the benchmarks page, "PyTorch: compiled steps against timm", gives the compile
+times and the speed after it); ``1`` compiles on every device; ``0`` leaves Keras' steps alone;
 or one of
 ``torch.compile``'s modes by name. Read when a model makes its step function (``model.compile``
 makes it again); ``model.compile(jit_compile=False)`` or ``run_eagerly=True`` turns it off for
