@@ -140,8 +140,8 @@ def _channels_last_weights(kernel):
 
 def max_pool(inputs, pool_size, strides=None, padding="valid", data_format=None):
     """``keras.ops.max_pool`` on PyTorch, ``"valid"`` 2-D pooling of channels-last maps as a
-    channels-last view (PyTorch's pooling keeps the memory format), as one operator whose
-    gradient a compiled step calls as PyTorch's kernel
+    channels-last view (PyTorch's pooling keeps the memory format); where a gradient will be
+    taken, as one operator whose gradient a compiled step calls as PyTorch's kernel
     ([`torch_max_pool`][lambda_keras.backend.torch_max_pool])."""
     from keras.src.backend import standardize_data_format
     from keras.src.backend.torch.core import convert_to_tensor

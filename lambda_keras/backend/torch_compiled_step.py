@@ -99,9 +99,10 @@ INDUCTOR_OPTIONS = {"layout_optimization": False}
 optimization takes every 4-D tensor on the way to a convolution for ``[batch, channels, height,
 width]`` and stores it channels-last. Keras' tensors are ``[batch, height, width, channels]``
 already (the project's convolutions take them as channels-last views), so it stored them as
-``[batch, width, channels, height]`` and transposed them, element by element, before and after
-every fused kernel: with it, the port of timm's LambdaResNet-50 predicted a batch of 8 at 224 px
-in 0.39 s on 2 CPU cores, without it in 0.19 s (``benchmarks/bench_torch_steps.py``)."""
+``[batch, width, channels, height]`` and transposed them before and after its fused kernels:
+with it, the port of timm's LambdaResNet-50 predicted a 224 px batch on 2 CPU cores in about
+twice the time it takes without (the benchmarks page, "PyTorch: compiled steps against
+timm")."""
 
 
 def compile_mode(

@@ -230,6 +230,7 @@ def transposes(model, x, y) -> list[int]:
     return counts
 
 
+@on_torch
 @pytest.mark.torch_compiled
 def test_inductor_keeps_keras_tensors_in_their_memory_order(monkeypatch):
     """Inductor's layout optimization took Keras' [batch, height, width, channels] tensors for
@@ -237,9 +238,10 @@ def test_inductor_keeps_keras_tensors_in_their_memory_order(monkeypatch):
     transposing them between kernels (twice the time of a LambdaResNet-50's prediction on 2
     CPU cores): the compiled steps turn it off (INDUCTOR_OPTIONS)."""
     import torch
+    from torch._inductor.cpu_vec_isa import pick_vec_isa
 
-    if torch.cuda.is_available():
-        pytest.skip("counts the C++ kernels of Inductor's CPU code")
+    if torch.cuda.is_available() or not pick_vec_isa():
+        pytest.skip("counts the transposes of Inductor's vectorized C++ code for CPUs")
     rng = np.random.default_rng(0)
     x, y = rng.normal(size=(4, 16, 16, 16)).astype("float32"), np.arange(4) % 4
     assert torch_compiled_step.INDUCTOR_OPTIONS == {"layout_optimization": False}
@@ -249,14 +251,25 @@ def test_inductor_keeps_keras_tensors_in_their_memory_order(monkeypatch):
     assert min(transposes(compiled(residual_net()), x, y)) > 0
 
 
-def test_the_options_are_the_mode_s_and_the_project_s():
-    pytest.importorskip("torch")
-    options = torch_compiled_step.inductor_options
-    assert options("default") == {"layout_optimization": False}
-    assert options("reduce-overhead") == {
-        "triton.cudagraphs": True, "layout_optimization": False,
-    }
-    assert options("max-autotune-no-cudagraphs")["max_autotune"] is True
+@on_torch
+@pytest.mark.parametrize("mode", torch_compiled_step.MODES)
+def test_a_step_compiles_with_its_mode_s_options_and_the_project_s(mode, monkeypatch):
+    import torch
+    from torch._inductor import list_mode_options
+
+    expected = {**list_mode_options(mode, dynamic=False), "layout_optimization": False}
+    assert torch_compiled_step.inductor_options(mode) == expected
+    calls = []
+
+    def record(graph, **arguments):  # the traced graph runs as it is
+        calls.append(arguments)
+        return graph
+
+    monkeypatch.setattr(torch, "compile", record)
+    model, step, x, _ = traced_in_mode(mode, kind="predict")
+    step.inductor = True
+    model.predict_on_batch(x)
+    assert calls == [{"fullgraph": True, "dynamic": False, "options": expected}]
 
 
 @on_torch

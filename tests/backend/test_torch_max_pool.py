@@ -1,7 +1,9 @@
 """Max pooling as two PyTorch operators (lambda_keras/backend/torch_max_pool.py): PyTorch's own
 values and gradients (ties and -inf padding included, in every float type), one node each in a
-traced step, and the same under Inductor, which calls them instead of writing its own gradient.
-Runs in the PyTorch child of tests/test_backends.py."""
+traced training step and none in a prediction, the same under Inductor, which calls them
+instead of writing its own gradient, a gradient of the gradient and ``torch.func.vmap`` as
+PyTorch's own, and a window larger than the map refused by name. Runs in the PyTorch child of
+tests/test_backends.py."""
 
 import numpy as np
 import pytest
@@ -42,7 +44,7 @@ def inputs(shape, seed=0, dtype="float32"):
 
 
 @pytest.mark.parametrize("shape, pool, strides", CASES)
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16"])
 def test_values_and_gradients_are_pytorch_own(shape, pool, strides, dtype):
     from lambda_keras.backend.torch_max_pool import max_pool2d
 
@@ -53,6 +55,56 @@ def test_values_and_gradients_are_pytorch_own(shape, pool, strides, dtype):
     assert gradient.is_contiguous()
     np.testing.assert_array_equal(out.float().numpy(), expected.float().numpy())
     np.testing.assert_array_equal(gradient.float().numpy(), expected_gradient.float().numpy())
+
+
+@pytest.mark.parametrize("shape, pool, strides", CASES[:2])
+def test_without_a_gradient_it_is_pytorch_own_pooling_as_before(shape, pool, strides):
+    import torch
+
+    from lambda_keras.backend.torch_max_pool import max_pool2d
+
+    x = inputs(shape).requires_grad_(True)
+    with torch.no_grad():
+        out = max_pool2d(x, pool, strides)
+    np.testing.assert_array_equal(out.numpy(), pytorch_own(x, pool, strides).detach().numpy())
+    assert out.is_contiguous()
+
+
+def test_a_gradient_of_the_gradient_is_pytorch_own():
+    import torch
+
+    from lambda_keras.backend.torch_max_pool import max_pool2d
+
+    def second_order(function):
+        x = inputs((2, 9, 14, 4)).requires_grad_(True)
+        out = function(x, (3, 3), (2, 2))
+        weights = torch.linspace(-1, 1, out.numel()).reshape(out.shape).requires_grad_(True)
+        (gradient,) = torch.autograd.grad((out * weights).sum(), x, create_graph=True)
+        (gradient * gradient.detach()).sum().backward()  # reaches the weights through it
+        return gradient.detach().numpy(), weights.grad.numpy()
+
+    for got, expected in zip(second_order(max_pool2d), second_order(pytorch_own), strict=True):
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_vmap_over_a_leading_axis_is_each_map_pooled():
+    import torch
+
+    from lambda_keras.backend.torch_max_pool import max_pool2d
+
+    maps = torch.stack([inputs((2, 9, 14, 4), seed=s) for s in range(3)])
+    out = torch.func.vmap(lambda x: max_pool2d(x, (3, 3), (2, 2)))(maps)
+    for got, x in zip(out, maps, strict=True):
+        np.testing.assert_array_equal(got.numpy(), pytorch_own(x, (3, 3), (2, 2)).numpy())
+
+
+@pytest.mark.parametrize("shape, pool", [((1, 2, 9, 3), (3, 3)), ((1, 9, 1, 3), (2, 2))])
+def test_a_window_larger_than_the_map_is_refused_by_name(shape, pool):
+    from lambda_keras.backend.torch_max_pool import max_pool2d
+
+    x = inputs(shape).requires_grad_(True)
+    with pytest.raises(ValueError, match=r"pool_size=\(\d, \d\) does not fit the map"):
+        max_pool2d(x, pool, (1, 1))
 
 
 def traced_step(x):
@@ -72,13 +124,25 @@ def traced_step(x):
     return step, make_fx(step, tracing_mode="fake")(x, gradient), gradient
 
 
+def targets(graph) -> list[str]:
+    return [str(node.target) for node in graph.graph.nodes if node.op == "call_function"]
+
+
 def test_a_traced_step_holds_the_pooling_and_its_gradient_as_one_node_each():
+    import keras
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     x = inputs((2, 15, 15, 4))
     _, graph, _ = traced_step(x)
-    targets = [str(node.target) for node in graph.graph.nodes if node.op == "call_function"]
-    assert targets.count("lambda_keras.max_pool2d.default") == 1
-    assert targets.count("lambda_keras.max_pool2d_backward.default") == 1
-    assert not [t for t in targets if t.startswith("aten.max_pool2d")], targets
+    called = targets(graph)
+    assert called.count("lambda_keras.max_pool2d.default") == 1
+    assert called.count("lambda_keras.max_pool2d_backward.default") == 1
+    assert not [t for t in called if t.startswith("aten.max_pool2d")], called
+    # A prediction takes no gradient: PyTorch's own pooling, which Inductor fuses.
+    with torch.no_grad():
+        prediction = make_fx(lambda x: keras.ops.max_pool(x, 3, 2), tracing_mode="fake")(x)
+    assert not [t for t in targets(prediction) if t.startswith("lambda_keras")]
 
 
 @pytest.mark.torch_compiled  # Inductor compiles (a few seconds)
