@@ -9,7 +9,10 @@ time against timm's (``x timm``: 1.00 or less is at most timm's time), the first
 inference calls alone (the compiled rows trace and compile there, with an empty Inductor cache
 of their own: a user's first run), and for the compiled rows the
 graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
-row: one graph per step, none broken, is the design). ``--profile=DIR`` then writes each row's
+row: one graph per step, none broken, is the design), and the page faults of one more training
+step (``timing.page_faults``: memory the step touches after the operating system mapped it
+anew; ``--glibc-heap`` runs every row with glibc's large buffers kept in its heap,
+``GLIBC_HEAP``). ``--profile=DIR`` then writes each row's
 kernels (``torch_profile.kernel_profile``: per step, the device kernels and their time, and the
 costliest operators) to ``DIR/profile_<model>_<system>.txt``, and their counts and times to the
 results file's table ``kernels``. ``keras_resnet50`` is
@@ -43,6 +46,10 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 (``compiled`` alone: the project's choice for the device)."""
 MODELS = ("lambda_resnet50ts", "keras_resnet50")
 POLICIES = ("float32", "bfloat16", "float16")
+GLIBC_HEAP = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
+"""``--glibc-heap``: glibc's allocator keeps buffers of up to 32 MiB in its heap and the heap's
+free memory (4 GiB) instead of mapping each large buffer anew and returning it to the operating
+system, whose pages a step then faults in again at every step."""
 
 
 def keras_row(
@@ -56,6 +63,7 @@ def keras_row(
     import torch._dynamo.utils
     from bench_train import POLICIES as KERAS_POLICIES
     from bench_train import make_model, timed
+    from timing import page_faults
 
     from lambda_keras.zoo import ZooModel
 
@@ -76,8 +84,9 @@ def keras_row(
     counters = torch._dynamo.utils.counters
     counters.clear()
     first_train, train = timed(lambda: model.train_on_batch(x, y), steps)
+    faults = page_faults(lambda: model.train_on_batch(x, y))
     first_infer, infer = timed(lambda: model.predict_on_batch(x), steps)
-    row = {"train": batch / train, "infer": batch / infer}
+    row = {"train": batch / train, "infer": batch / infer, "faults": faults}
     if profile:
         row["kernels"] = write_profile(
             profile, lambda: model.train_on_batch(x, y), lambda: model.predict_on_batch(x)
@@ -105,12 +114,14 @@ def timm_row(
     name: str, policy: str, batch: int, steps: int, size: int, profile: str | None = None
 ) -> dict:
     from bench_train import timed, timm_steps
+    from timing import page_faults
 
     train_step, inference_step = timm_steps(name, policy, batch, size)
     first, train = timed(train_step, steps)
+    faults = page_faults(train_step)
     _, infer = timed(inference_step, steps)
     row = {"train": batch / train, "infer": batch / infer, "first_train": first,
-           "first_infer": None}
+           "first_infer": None, "faults": faults}
     if profile:
         row["kernels"] = write_profile(profile, train_step, inference_step)
     return row
@@ -163,7 +174,7 @@ def run_child(system: str, name: str, args) -> dict:
     if args.profile:
         profile = os.path.join(args.profile, f"profile_{name}_{system.replace(':', '_')}.txt")
     argument = json.dumps([system, name, args.policy, args.batch, args.steps, args.size, profile])
-    env = {**os.environ, "KERAS_BACKEND": "torch"}
+    env = {**os.environ, "KERAS_BACKEND": "torch", **(GLIBC_HEAP if args.glibc_heap else {})}
     mode = system.partition(":")[2] or "1"
     env["LAMBDA_KERAS_TORCH_COMPILE"] = mode if system.startswith("compiled") else "0"
     with tempfile.TemporaryDirectory() as cache:  # a cold compile, as a user's first run
@@ -187,7 +198,8 @@ def make_table(args) -> Table:
         f"{importlib.metadata.version('keras')}'s PyTorch backend (Keras' eager steps; the "
         f"project's compiled steps), torch {importlib.metadata.version('torch')}, {where}, "
         f"batch {args.batch}, {args.size}x{args.size}, {args.policy}, median of {args.steps} "
-        "steps, each row in its own process",
+        "steps, each row in its own process"
+        + (", glibc's large buffers kept in its heap (--glibc-heap)" if args.glibc_heap else ""),
         [
             "model",
             "steps",
@@ -199,8 +211,9 @@ def make_table(args) -> Table:
             "first inference (s)",
             "graphs",
             "graph breaks",
+            "page faults / train step",
         ],
-        digits=[0, 0, 1, 1, 2, 2, 1, 1, 0, 0],
+        digits=[0, 0, 1, 1, 2, 2, 1, 1, 0, 0, 0],
         labels=2,
     )
 
@@ -226,7 +239,7 @@ def measure(args, table: Table, kernels: Table) -> None:
             ]
             table.add(
                 name, system, row["train"], row["infer"], *ratios, row["first_train"],
-                row["first_infer"], row.get("graphs"), row.get("breaks"),
+                row["first_infer"], row.get("graphs"), row.get("breaks"), row.get("faults"),
             )
             for reason in row.get("eager", []):
                 table.note(f"{name} {system}: ran eagerly, {reason}")
@@ -254,6 +267,11 @@ def main(argv=None):
         choices=[*SYSTEMS, *(f"compiled:{mode}" for mode in MODES)],
     )
     parser.add_argument("--max-seconds", type=positive_int, default=None)
+    parser.add_argument(
+        "--glibc-heap", action="store_true",
+        help="run every row with glibc's large buffers kept in its heap (MALLOC_MMAP_THRESHOLD_, "
+        "MALLOC_TRIM_THRESHOLD_), not mapped anew and faulted in at every step",
+    )
     parser.add_argument(
         "--profile", metavar="DIR", default=None,
         help="after each row's timing, write its steps' kernels (torch.profiler) to "

@@ -1,5 +1,6 @@
-"""The timing rule every benchmark script uses: warm-up runs, then the median wall time; and
-for PyTorch's own models (timm's, torchvision's), the device and a step that waits for it."""
+"""The timing rule every benchmark script uses: warm-up runs, then the median wall time; for
+PyTorch's own models (timm's, torchvision's), the device and a step that waits for it; and the
+page faults of one call."""
 
 from __future__ import annotations
 
@@ -45,3 +46,16 @@ def synchronized(step: Callable[[], object]) -> Callable[[], None]:
         wait_for_device()
 
     return run
+
+
+def page_faults(fn: Callable[[], object]) -> int | None:
+    """The minor page faults of one call of ``fn`` (``getrusage``): the memory it touches for the
+    first time since the operating system mapped it, which the C library's allocator does anew
+    for large buffers freed and allocated again. None where ``resource`` is missing (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return None
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    fn()
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before

@@ -36,7 +36,8 @@ def test_timm_and_keras_eager_rows_with_the_ratio_and_their_kernels(tmp_path):
     assert timm[:2] == ["lambda_resnet50ts", "timm"] and timm[4:6] == [1.0, 1.0]
     assert eager[1] == "eager" and eager[2] > 0 and eager[3] > 0
     assert eager[4] == pytest.approx(timm[2] / eager[2])  # step time as a multiple of timm's
-    assert eager[8:] == [None, None]  # no graphs counted for Keras' eager steps
+    assert eager[8:10] == [None, None]  # no graphs counted for Keras' eager steps
+    assert all(row[10] > 0 for row in (timm, eager))  # page faults of a training step
     for system in ("timm", "eager"):
         text = (tmp_path / "kernels" / f"profile_lambda_resnet50ts_{system}.txt").read_text()
         assert text.startswith("## training step\nper step: ") and "## inference step\n" in text
@@ -55,5 +56,30 @@ def test_timm_and_keras_eager_rows_with_the_ratio_and_their_kernels(tmp_path):
 @pytest.mark.torch("timm")
 def test_the_compiled_row_counts_one_graph_per_step_and_no_break(tmp_path):
     (row,) = run(tmp_path, "compiled")["rows"]
-    assert row[1] == "compiled" and row[8:] == [2, 0]
+    assert row[1] == "compiled" and row[8:10] == [2, 0]
     assert row[6] > row[7] > 0  # the first steps compile
+
+
+@pytest.mark.torch()  # the title names PyTorch's version
+def test_glibc_heap_runs_each_row_with_the_allocator_settings_and_says_so(monkeypatch, tmp_path):
+    """``--glibc-heap``: each row's process gets GLIBC_HEAP's variables, and the title says so."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_torch_steps
+
+    seen, real_run = [], subprocess.run
+
+    def fake_run(command, *args, env=None, **options):
+        if "--child" not in command:  # git, for the results file's provenance
+            return real_run(command, *args, env=env, **options)
+        seen.append({k: env.get(k) for k in bench_torch_steps.GLIBC_HEAP})
+        row = {"train": 1.0, "infer": 2.0, "first_train": 1.0, "first_infer": None, "faults": 3}
+        return subprocess.CompletedProcess(command, 0, stdout=json.dumps(row), stderr="")
+
+    monkeypatch.setattr(bench_torch_steps.subprocess, "run", fake_run)
+    output = tmp_path / "heap.json"
+    bench_torch_steps.main(["--systems", "timm", "--glibc-heap", f"--output={output}"])
+    bench_torch_steps.main(["--systems", "timm", f"--output={tmp_path / 'default.json'}"])
+    assert seen == [bench_torch_steps.GLIBC_HEAP, dict.fromkeys(bench_torch_steps.GLIBC_HEAP)]
+    table = json.loads(output.read_text())["tables"]["torch_steps"]
+    assert "glibc's large buffers kept in its heap (--glibc-heap)" in table["title"]
+    assert table["rows"][0][-1] == 3
