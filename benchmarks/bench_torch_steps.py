@@ -39,6 +39,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from arguments import positive_int  # noqa: E402
 from results import Table, add_output_argument, measured_on, write  # noqa: E402
+from timing import page_faults  # noqa: E402
 
 SYSTEMS = ("timm", "eager", "compiled")
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -63,7 +64,6 @@ def keras_row(
     import torch._dynamo.utils
     from bench_train import POLICIES as KERAS_POLICIES
     from bench_train import make_model, timed
-    from timing import page_faults
 
     from lambda_keras.zoo import ZooModel
 
@@ -114,7 +114,6 @@ def timm_row(
     name: str, policy: str, batch: int, steps: int, size: int, profile: str | None = None
 ) -> dict:
     from bench_train import timed, timm_steps
-    from timing import page_faults
 
     train_step, inference_step = timm_steps(name, policy, batch, size)
     first, train = timed(train_step, steps)

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
 from timing import page_faults  # noqa: E402
+
+sys.path.remove(str(BENCHMARKS))
 
 
 def test_touching_fresh_memory_counts_page_faults():
