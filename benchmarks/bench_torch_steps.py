@@ -11,11 +11,13 @@ of their own: a user's first run), and for the compiled rows the
 graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
 row: one graph per step, none broken, is the design), and the page faults of one more training
 step (``timing.page_faults``: memory the step touches after the operating system mapped it
-anew; ``--glibc-heap`` runs every row with glibc's large buffers kept in its heap,
-``GLIBC_HEAP``). ``--profile=DIR`` then writes each row's
-kernels (``torch_profile.kernel_profile``: per step, the device kernels and their time, and the
-costliest operators) to ``DIR/profile_<model>_<system>.txt``, and their counts and times to the
-results file's table ``kernels``. ``keras_resnet50`` is
+anew). On a CPU the compiled steps keep glibc's large buffers in its heap themselves
+([`glibc_heap`][lambda_keras.backend.glibc_heap], a note says so; ``LAMBDA_KERAS_GLIBC_HEAP=0``
+in the environment turns it off); ``--glibc-heap`` runs every row, timm's and Keras' eager
+steps too, with glibc's own variables for the same (``GLIBC_HEAP``). ``--profile=DIR`` then
+writes each row's kernels (``torch_profile.kernel_profile``: per step, the device kernels and
+their time, and the costliest operators) to ``DIR/profile_<model>_<system>.txt``, and their
+counts and times to the results file's table ``kernels``. ``keras_resnet50`` is
 ``keras.applications.ResNet50`` as a [`ZooModel`][lambda_keras.zoo.applications.ZooModel] (any
 functional model takes the compiled steps that way). The results file is written after every
 row.
@@ -65,6 +67,7 @@ def keras_row(
     from bench_train import POLICIES as KERAS_POLICIES
     from bench_train import make_model, timed
 
+    from lambda_keras.backend import glibc_heap
     from lambda_keras.zoo import ZooModel
 
     keras.config.set_dtype_policy(KERAS_POLICIES[policy])
@@ -107,6 +110,7 @@ def keras_row(
         ]
         row["cudagraph_skips"] = sum(counters["inductor"].get(k, 0) for k in counters["inductor"]
                                      if "cudagraph_skip" in k)
+        row["glibc_heap"] = glibc_heap.applied() is not None
     return row
 
 
@@ -244,6 +248,11 @@ def measure(args, table: Table, kernels: Table) -> None:
                 table.note(f"{name} {system}: ran eagerly, {reason}")
             for reason in row.get("without_cuda_graphs", []):
                 table.note(f"{name} {system}: compiled again without CUDA graphs, {reason}")
+            if row.get("glibc_heap"):
+                table.note(
+                    f"{name} {system}: glibc's large buffers kept in its heap by the compiled "
+                    "steps (lambda_keras.backend.glibc_heap)"
+                )
             if row.get("cudagraph_skips"):
                 table.note(f"{name} {system}: CUDA graphs skipped {row['cudagraph_skips']} times")
             for kind, numbers in row.get("kernels", {}).items():
@@ -268,8 +277,9 @@ def main(argv=None):
     parser.add_argument("--max-seconds", type=positive_int, default=None)
     parser.add_argument(
         "--glibc-heap", action="store_true",
-        help="run every row with glibc's large buffers kept in its heap (MALLOC_MMAP_THRESHOLD_, "
-        "MALLOC_TRIM_THRESHOLD_), not mapped anew and faulted in at every step",
+        help="run every row, timm's too, with glibc's large buffers kept in its heap "
+        "(MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_), not mapped anew and faulted in at "
+        "every step (the compiled steps do so on a CPU by themselves)",
     )
     parser.add_argument(
         "--profile", metavar="DIR", default=None,

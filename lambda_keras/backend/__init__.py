@@ -7,7 +7,9 @@ PyTorch
 ([`torch_compiled_step`][lambda_keras.backend.torch_compiled_step], the steps it traces in
 [`stateless_steps`][lambda_keras.backend.stateless_steps], and
 [`compiled_steps`][lambda_keras.backend.compiled_steps] for the models, what compiling cost
-printed during ``fit`` by [`compile_report`][lambda_keras.backend.compile_report]),
+printed during ``fit`` by [`compile_report`][lambda_keras.backend.compile_report], glibc's
+large buffers kept between compiled steps on a CPU by
+[`glibc_heap`][lambda_keras.backend.glibc_heap]),
 initial values from NumPy while the project builds a model on JAX
 ([`host_initializers`][lambda_keras.backend.host_initializers]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])

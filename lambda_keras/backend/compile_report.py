@@ -2,7 +2,8 @@
 compile ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]), the first
 step of each input signature traces and compiles its graph (minutes for a Mask R-CNN on a GPU)
 before it runs; a run that falls back to Keras' eager step, or to a graph without the CUDA
-graphs its mode asked for, says why. Elsewhere it prints
+graphs its mode asked for, says why; where a compiled step on a CPU kept glibc's buffers in its
+heap ([`glibc_heap`][lambda_keras.backend.glibc_heap]), it says so once. Elsewhere it prints
 nothing (XLA's compile is part of Keras' first step there). ``predict_on_batch`` and the other
 ``*_on_batch`` calls run no callbacks: their steps' ``compile_seconds`` say the same."""
 
@@ -12,13 +13,17 @@ from collections.abc import Callable
 
 import keras
 
+from lambda_keras.backend import glibc_heap
+
 __all__ = ["CompileReport"]
 
 
 class CompileReport(keras.callbacks.Callback):
     """Prints one line for each graph a compiled step compiled, with its seconds (tracing, the
     compile and the first run), and one line when a step runs eagerly instead, or without the
-    CUDA graphs of its mode (``reduce-overhead``), with the reason.
+    CUDA graphs of its mode (``reduce-overhead``), with the reason; after the first graph, one
+    line if a compiled step on a CPU kept glibc's buffers in its heap
+    ([`glibc_heap`][lambda_keras.backend.glibc_heap]).
 
     Args:
         print_fn: Where the lines go.
@@ -35,6 +40,7 @@ class CompileReport(keras.callbacks.Callback):
         self._reported: dict[int, int] = {}  # id of a step function -> compiles reported
         self._eager: set[int] = set()  # ids of step functions reported eager
         self._without_cuda_graphs: set[int] = set()  # ... reported without their CUDA graphs
+        self._heap_reported = False  # glibc_heap's settings, once
 
     def on_train_batch_end(self, batch, logs=None):
         self._report("train")
@@ -61,6 +67,14 @@ class CompileReport(keras.callbacks.Callback):
                 f"{step.mode!r}) in {seconds[index]:.1f} s"
             )
         self._reported[key] = len(seconds)
+        heap = glibc_heap.applied()
+        if heap is not None and seconds and not self._heap_reported:
+            self._heap_reported = True
+            self.print_fn(
+                f"lambda_keras: glibc keeps buffers up to {heap['M_MMAP_THRESHOLD'] >> 20} MiB "
+                f"and up to {(heap['M_TRIM_THRESHOLD'] + 1) >> 30} GiB of free memory in its heap "
+                f"for the compiled steps on this CPU ({glibc_heap.VARIABLE}=0 leaves it alone)"
+            )
         if step.eager_reason is not None and key not in self._eager:
             self._eager.add(key)
             self.print_fn(f"{name}: the {kind} step runs eagerly: {step.eager_reason[:300]}")

@@ -51,7 +51,10 @@ eager step, after one warning that says why; so does a new input signature after
 Inductor compiles with its layout optimization off
 ([`INDUCTOR_OPTIONS`][lambda_keras.backend.torch_compiled_step.INDUCTOR_OPTIONS]): it takes
 4-D tensors for ``[batch, channels, height, width]``, and Keras' are ``[batch, height, width,
-channels]``.
+channels]``. The first step compiled for a CPU keeps glibc's large buffers in its heap for the
+whole process ([`glibc_heap`][lambda_keras.backend.glibc_heap]; ``LAMBDA_KERAS_GLIBC_HEAP=0``
+leaves glibc alone): the compiled step allocates its buffers anew at every call, and glibc
+would return them to the operating system after each.
 
 The switch ``LAMBDA_KERAS_TORCH_COMPILE``: ``auto`` (the default) compiles on a GPU and leaves
 Keras' eager steps on a CPU, where each step compiles for minutes on a few cores before its
@@ -73,6 +76,7 @@ from typing import Any
 
 import keras
 
+from lambda_keras.backend import glibc_heap
 from lambda_keras.backend.stateless_steps import STEPS, clone, is_tensor, trace_safe_keras
 
 __all__ = [
@@ -224,6 +228,8 @@ class CompiledStep:
         attempt in a mode with CUDA graphs began (its time counts)."""
         first_try = started is None
         started = time.perf_counter() if first_try else started
+        if self.inductor and not _on_cuda(_tensors(state) + _tensor_leaves(batch)):
+            glibc_heap.keep_buffers_in_heap()  # outside the try: a bad variable is the user's
         try:
             graph = self._compile(state, batch)
             outputs = self._run(graph, state, batch)

@@ -1,13 +1,22 @@
 """CompileReport: one line per compiled graph with its seconds, one when a step runs eagerly or
-without the CUDA graphs its mode asked for, nothing for Keras' own step functions."""
+without the CUDA graphs its mode asked for, one for glibc's heap settings where a compiled step
+made them, nothing for Keras' own step functions."""
 
 from types import SimpleNamespace
 
 import keras
 import numpy as np
+import pytest
 
+from lambda_keras.backend import glibc_heap
 from lambda_keras.backend.compile_report import CompileReport
 from lambda_keras.zoo import ZooModel
+
+
+@pytest.fixture(autouse=True)
+def glibc_untouched(monkeypatch):
+    """A process whose compiled steps set nothing in glibc (one that compiled on a CPU did)."""
+    monkeypatch.setattr(glibc_heap, "_applied", None)
 
 
 def report(model):
@@ -92,3 +101,24 @@ def test_a_step_compiled_again_without_cuda_graphs_says_why_once():
         "Attempt to trace generator",
         "small: compiled the train step (graph 1, torch.compile mode 'default') in 50.0 s",
     ]
+
+
+def test_glibc_s_heap_settings_are_reported_once_after_the_first_graph(monkeypatch):
+    model = small_model()
+    step = SimpleNamespace(compile_seconds=[], mode="default", eager_reason=None)
+    model.train_function = step
+    callback, lines = report(model)
+    monkeypatch.setattr(glibc_heap, "_applied", {"M_MMAP_THRESHOLD": 2**25,
+                                                 "M_TRIM_THRESHOLD": 2**31 - 1})
+    callback.on_train_batch_end(0)
+    assert lines == []  # nothing compiled yet
+    step.compile_seconds.append(7.0)
+    for batch in range(3):
+        callback.on_train_batch_end(batch)
+    step.compile_seconds.append(1.0)
+    callback.on_train_batch_end(3)
+    assert lines[1] == (
+        "lambda_keras: glibc keeps buffers up to 32 MiB and up to 2 GiB of free memory in its "
+        "heap for the compiled steps on this CPU (LAMBDA_KERAS_GLIBC_HEAP=0 leaves it alone)"
+    )
+    assert len(lines) == 3 and "graph 2" in lines[2]

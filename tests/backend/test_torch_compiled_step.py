@@ -273,6 +273,42 @@ def test_a_step_compiles_with_its_mode_s_options_and_the_project_s(mode, monkeyp
 
 
 @on_torch
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_the_first_compile_for_a_cpu_keeps_glibc_s_buffers_in_its_heap(device, monkeypatch):
+    """On a CPU each compile asks glibc_heap (which sets glibc's thresholds once per process); a
+    step on a GPU and the traced graph run without Inductor (``inductor=False``) do not."""
+    import torch
+
+    from lambda_keras.backend import glibc_heap
+
+    calls = []
+    monkeypatch.setattr(glibc_heap, "keep_buffers_in_heap", lambda: calls.append(device))
+    monkeypatch.setattr(torch, "compile", lambda graph, **arguments: graph)
+    model, step, x, _ = traced_in_mode(
+        "default", monkeypatch if device == "cuda" else None, kind="predict"
+    )
+    model.predict_on_batch(x)
+    assert calls == []  # inductor=False
+    step.inductor, step._graphs = True, {}
+    model.predict_on_batch(x)
+    model.predict_on_batch(x)  # compiled already
+    assert calls == ([] if device == "cuda" else ["cpu"])
+
+
+@on_torch
+def test_a_bad_glibc_switch_raises_instead_of_running_eagerly(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("LAMBDA_KERAS_GLIBC_HEAP", "maybe")
+    monkeypatch.setattr(torch, "compile", lambda graph, **arguments: graph)
+    model, step, x, _ = traced_in_mode("default", kind="predict")
+    step.inductor = True
+    with pytest.raises(ValueError, match="LAMBDA_KERAS_GLIBC_HEAP='maybe'"):
+        model.predict_on_batch(x)
+    assert step.eager_reason is None and step.compiles == 0
+
+
+@on_torch
 def test_random_layers_draw_anew_each_step_and_repeat_under_the_same_seed():
     x, y = batch()
 

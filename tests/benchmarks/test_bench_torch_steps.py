@@ -55,9 +55,17 @@ def test_timm_and_keras_eager_rows_with_the_ratio_and_their_kernels(tmp_path):
 @pytest.mark.slow
 @pytest.mark.torch("timm")
 def test_the_compiled_row_counts_one_graph_per_step_and_no_break(tmp_path):
-    (row,) = run(tmp_path, "compiled")["rows"]
+    table = run(tmp_path, "compiled")
+    (row,) = table["rows"]
     assert row[1] == "compiled" and row[8:10] == [2, 0]
     assert row[6] > row[7] > 0  # the first steps compile
+    import platform
+
+    if platform.libc_ver()[0] == "glibc" and not os.environ.get("LAMBDA_KERAS_GLIBC_HEAP"):
+        assert table["notes"] == [
+            "lambda_resnet50ts compiled: glibc's large buffers kept in its heap by the compiled "
+            "steps (lambda_keras.backend.glibc_heap)"
+        ]
 
 
 @pytest.mark.torch()  # the title names PyTorch's version
@@ -83,3 +91,28 @@ def test_glibc_heap_runs_each_row_with_the_allocator_settings_and_says_so(monkey
     table = json.loads(output.read_text())["tables"]["torch_steps"]
     assert "glibc's large buffers kept in its heap (--glibc-heap)" in table["title"]
     assert table["rows"][0][-1] == 3
+
+
+@pytest.mark.torch()  # the title names PyTorch's version
+def test_a_compiled_row_that_kept_glibc_s_buffers_says_so(monkeypatch, tmp_path):
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_torch_steps
+
+    real_run = subprocess.run
+
+    def fake_run(command, *args, **options):
+        if "--child" not in command:  # git, for the results file's provenance
+            return real_run(command, *args, **options)
+        compiled = "compiled" in command[-1]
+        row = {"train": 1.0, "infer": 2.0, "first_train": 1.0, "first_infer": None,
+               "faults": 3, **({"graphs": 2, "breaks": 0, "glibc_heap": True} if compiled else {})}
+        return subprocess.CompletedProcess(command, 0, stdout=json.dumps(row), stderr="")
+
+    monkeypatch.setattr(bench_torch_steps.subprocess, "run", fake_run)
+    output = tmp_path / "steps.json"
+    bench_torch_steps.main(["--systems", "timm", "compiled", f"--output={output}"])
+    table = json.loads(output.read_text())["tables"]["torch_steps"]
+    assert table["notes"] == [
+        "lambda_resnet50ts compiled: glibc's large buffers kept in its heap by the compiled steps "
+        "(lambda_keras.backend.glibc_heap)"
+    ]

@@ -1,0 +1,119 @@
+"""glibc's allocator on a CPU: a compiled step's large buffers kept in the heap between steps.
+
+A step compiled by Inductor allocates its buffers anew at every call and frees them before it
+returns; Keras' and timm's eager steps free and reallocate one tensor at a time. glibc serves a
+buffer above its mmap threshold (128 KiB at first, raised as such buffers are freed, to at most
+32 MiB) with a fresh mapping of the operating system's and unmaps it when it is freed, and gives
+free memory at the top of its heap back (above the trim threshold, twice the mmap threshold).
+A compiled step frees most of its memory at once, so glibc gives it back, and the next step
+touches every page of it for the first time again: one minor page fault per 4 KiB page. The
+compiled training step of the port of timm's LambdaResNet-50 (batch 8, 224 px, 2 CPU cores) had
+about 180,000 page faults a step where timm's and Keras' eager steps had a handful, and trained
+slower than timm; with the buffers kept in the heap, at timm's speed (the benchmarks page,
+"PyTorch: compiled steps against timm").
+
+[`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap], called by the
+first compiled step that runs on a CPU, sets two of glibc's settings with ``mallopt`` for the
+whole process: buffers up to [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD]
+come from the heap, and the heap keeps up to
+[`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD] of free memory for the next
+step, as PyTorch's caching allocator keeps a GPU's memory. The process's resident memory then
+stays near its peak after a step, where glibc would have returned some of it. Buffers above 32
+MiB are still mapped and returned at every step. The user's choice wins: nothing is set where
+``LAMBDA_KERAS_GLIBC_HEAP=0``, where the environment sets glibc's own variables for these
+settings (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
+``MALLOC_MMAP_MAX_``, or ``glibc.malloc`` tunables in ``GLIBC_TUNABLES``), or where the C library
+is not glibc (macOS, Windows, musl). This module imports neither Keras nor PyTorch.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+from collections.abc import Callable, Mapping
+
+__all__ = [
+    "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
+    "keep_buffers_in_heap",
+]
+
+VARIABLE = "LAMBDA_KERAS_GLIBC_HEAP"
+"""``0`` leaves glibc's settings as they are; unset or ``1``, a compiled step on a CPU sets them
+([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap])."""
+
+MMAP_THRESHOLD = 32 * 1024 * 1024
+"""Bytes: glibc serves buffers up to this size from its heap (``M_MMAP_THRESHOLD``; 32 MiB is
+the most glibc takes on 64-bit machines, where it raises its threshold by itself)."""
+
+TRIM_THRESHOLD = 2**31 - 1
+"""Bytes of free memory at the top of its heap that glibc keeps instead of giving them back
+(``M_TRIM_THRESHOLD``; the largest value ``mallopt`` takes, 2 GiB)."""
+
+GLIBC_VARIABLES = (
+    "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
+)
+"""glibc's own environment variables for these settings: where one is set, the user chose."""
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
+_OFF = ("0", "off", "false")
+_applied: dict[str, int] | None = None
+
+
+def keep_buffers_in_heap(
+    environ: Mapping[str, str] = os.environ,
+    mallopt: Callable[[int, int], int] | None = None,
+    libc: str | None = None,
+) -> bool:
+    """Sets glibc's mmap threshold to
+    [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD] and its trim threshold to
+    [`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD], once per process,
+    unless ``LAMBDA_KERAS_GLIBC_HEAP=0``, glibc's own variables are in ``environ``, or the C
+    library is not glibc.
+
+    Args:
+        environ: The environment to read (the process's).
+        mallopt: The C library's ``mallopt`` (for tests); by default glibc's.
+        libc: The C library's name as ``platform.libc_ver`` gives it (for tests).
+
+    Returns:
+        Whether the settings are this module's (set now or by an earlier call).
+
+    Raises:
+        ValueError: ``LAMBDA_KERAS_GLIBC_HEAP`` holds something other than 0 or 1.
+    """
+    global _applied
+    value = environ.get(VARIABLE, "1").strip().lower()
+    if value not in (*_OFF, "1", "on", "true"):
+        raise ValueError(
+            f"{VARIABLE}={environ[VARIABLE]!r}: expected 1 (keep a compiled step's buffers in "
+            "glibc's heap, the default) or 0 (leave glibc's settings alone)."
+        )
+    if _applied is not None:
+        return True
+    if value in _OFF or _user_set(environ):
+        return False
+    if (platform.libc_ver()[0] if libc is None else libc) != "glibc":
+        return False
+    if mallopt is None:
+        mallopt = ctypes.CDLL(None).mallopt
+    settings = {"M_MMAP_THRESHOLD": MMAP_THRESHOLD, "M_TRIM_THRESHOLD": TRIM_THRESHOLD}
+    codes = {"M_MMAP_THRESHOLD": _M_MMAP_THRESHOLD, "M_TRIM_THRESHOLD": _M_TRIM_THRESHOLD}
+    # mallopt returns 1 on success, 0 where it refuses a value.
+    if not all(mallopt(codes[name], value) == 1 for name, value in settings.items()):
+        return False
+    _applied = settings
+    return True
+
+
+def applied() -> dict[str, int] | None:
+    """The settings [`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap]
+    made in this process (``{"M_MMAP_THRESHOLD": bytes, "M_TRIM_THRESHOLD": bytes}``), or
+    None."""
+    return None if _applied is None else dict(_applied)
+
+
+def _user_set(environ: Mapping[str, str]) -> bool:
+    return any(name in environ for name in GLIBC_VARIABLES) or (
+        "glibc.malloc." in environ.get("GLIBC_TUNABLES", "")
+    )
