@@ -2,8 +2,8 @@
 compile ([`CompiledSteps`][lambda_keras.backend.compiled_steps.CompiledSteps]), the first
 step of each input signature traces and compiles its graph (minutes for a Mask R-CNN on a GPU)
 before it runs; a run that falls back to Keras' eager step, or to a graph without the CUDA
-graphs its mode asked for, says why; where a compiled step on a CPU kept glibc's buffers in its
-heap ([`glibc_heap`][lambda_keras.backend.glibc_heap]), it says so once. Elsewhere it prints
+graphs its mode asked for, says why; where a step compiled for a CPU keeps glibc's buffers in
+its heap ([`glibc_heap`][lambda_keras.backend.glibc_heap]), it says so once. Elsewhere it prints
 nothing (XLA's compile is part of Keras' first step there). ``predict_on_batch`` and the other
 ``*_on_batch`` calls run no callbacks: their steps' ``compile_seconds`` say the same."""
 
@@ -21,8 +21,8 @@ __all__ = ["CompileReport"]
 class CompileReport(keras.callbacks.Callback):
     """Prints one line for each graph a compiled step compiled, with its seconds (tracing, the
     compile and the first run), and one line when a step runs eagerly instead, or without the
-    CUDA graphs of its mode (``reduce-overhead``), with the reason; after the first graph, one
-    line if a compiled step on a CPU kept glibc's buffers in its heap
+    CUDA graphs of its mode (``reduce-overhead``), with the reason; once, a line where a step
+    compiled for a CPU keeps glibc's buffers in its heap
     ([`glibc_heap`][lambda_keras.backend.glibc_heap]).
 
     Args:
@@ -68,10 +68,10 @@ class CompileReport(keras.callbacks.Callback):
             )
         self._reported[key] = len(seconds)
         heap = glibc_heap.applied()
-        if heap is not None and seconds and not self._heap_reported:
+        if getattr(step, "glibc_heap", False) and heap and not self._heap_reported:
             self._heap_reported = True
             self.print_fn(
-                f"lambda_keras: glibc keeps buffers up to {heap['M_MMAP_THRESHOLD'] >> 20} MiB "
+                f"lambda_keras: glibc keeps buffers below {heap['M_MMAP_THRESHOLD'] >> 20} MiB "
                 f"and up to {(heap['M_TRIM_THRESHOLD'] + 1) >> 30} GiB of free memory in its heap "
                 f"for the compiled steps on this CPU ({glibc_heap.VARIABLE}=0 leaves it alone)"
             )

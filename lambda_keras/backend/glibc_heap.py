@@ -1,29 +1,33 @@
 """glibc's allocator on a CPU: a compiled step's large buffers kept in the heap between steps.
 
 A step compiled by Inductor allocates its buffers anew at every call and frees them before it
-returns; Keras' and timm's eager steps free and reallocate one tensor at a time. glibc serves a
-buffer above its mmap threshold (128 KiB at first, raised as such buffers are freed, to at most
-32 MiB) with a fresh mapping of the operating system's and unmaps it when it is freed, and gives
-free memory at the top of its heap back (above the trim threshold, twice the mmap threshold).
-A compiled step frees most of its memory at once, so glibc gives it back, and the next step
-touches every page of it for the first time again: one minor page fault per 4 KiB page. The
-compiled training step of the port of timm's LambdaResNet-50 (batch 8, 224 px, 2 CPU cores) had
-about 180,000 page faults a step where timm's and Keras' eager steps had a handful, and trained
-slower than timm; with the buffers kept in the heap, at timm's speed (the benchmarks page,
-"PyTorch: compiled steps against timm").
+returns; Keras' and timm's eager steps free and reallocate one tensor at a time. glibc maps a
+buffer above its mmap threshold from the operating system and unmaps it when it is freed (the
+threshold starts at 128 KiB and rises to the size of each mapped buffer freed, up to 32 MiB),
+and gives the free memory at the top of its heap back above its trim threshold (twice the
+mmap threshold once that has risen). A compiled step frees most of its memory at once, so glibc
+gives it back, and the next step touches every page of it for the first time again: one minor
+page fault per page. The compiled training step of the port of timm's LambdaResNet-50 (batch 8,
+224 px, 2 CPU cores) had about 180,000 page faults a step where timm's and Keras' eager steps
+had a handful, and trained slower than timm (the benchmarks page, "PyTorch: compiled steps
+against timm").
 
-[`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap], called by the
-first compiled step that runs on a CPU, sets two of glibc's settings with ``mallopt`` for the
-whole process: buffers up to [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD]
-come from the heap, and the heap keeps up to
+[`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap], called by each
+step compiled for a CPU, sets two of glibc's settings with ``mallopt``, once, for the whole
+process: buffers below [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD] come
+from the heap, and the heap keeps up to
 [`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD] of free memory for the next
 step, as PyTorch's caching allocator keeps a GPU's memory. The process's resident memory then
-stays near its peak after a step, where glibc would have returned some of it. Buffers above 32
-MiB are still mapped and returned at every step. The user's choice wins: nothing is set where
-``LAMBDA_KERAS_GLIBC_HEAP=0``, where the environment sets glibc's own variables for these
-settings (``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``,
-``MALLOC_MMAP_MAX_``, or ``glibc.malloc`` tunables in ``GLIBC_TUNABLES``), or where the C library
-is not glibc (macOS, Windows, musl). This module imports neither Keras nor PyTorch.
+stays near its peak after a step, where glibc would have returned some of it. Buffers of 32 MiB
+and more (in float32, a map of 112x112x64 or 56x56x256 from a batch of 11 images on) are still
+mapped and returned at every step.
+
+The user's choice wins: nothing is set where ``LAMBDA_KERAS_GLIBC_HEAP=0``, or where the
+environment sets glibc's own variables for these settings (``MALLOC_MMAP_THRESHOLD_``,
+``MALLOC_TRIM_THRESHOLD_``, ``MALLOC_TOP_PAD_``, ``MALLOC_MMAP_MAX_``, or the same settings as
+``glibc.malloc`` tunables in ``GLIBC_TUNABLES``). Nothing is set either where the C library is
+not glibc (macOS, Windows, musl) or where another allocator serves ``malloc`` (jemalloc or
+tcmalloc preloaded). This module imports neither Keras nor PyTorch.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import platform
 from collections.abc import Callable, Mapping
 
 __all__ = [
-    "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
+    "GLIBC_TUNABLES", "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
     "keep_buffers_in_heap",
 ]
 
@@ -43,17 +47,24 @@ VARIABLE = "LAMBDA_KERAS_GLIBC_HEAP"
 ([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap])."""
 
 MMAP_THRESHOLD = 32 * 1024 * 1024
-"""Bytes: glibc serves buffers up to this size from its heap (``M_MMAP_THRESHOLD``; 32 MiB is
-the most glibc takes on 64-bit machines, where it raises its threshold by itself)."""
+"""Bytes: glibc serves buffers below this size from its heap (``M_MMAP_THRESHOLD``; 32 MiB is
+the most ``mallopt`` takes on 64-bit machines, and as far as glibc raises the threshold by
+itself)."""
 
 TRIM_THRESHOLD = 2**31 - 1
 """Bytes of free memory at the top of its heap that glibc keeps instead of giving them back
-(``M_TRIM_THRESHOLD``; the largest value ``mallopt`` takes, 2 GiB)."""
+(``M_TRIM_THRESHOLD``): 2 GiB, a cap chosen so that a process whose steps once needed more
+returns the rest (``-1`` would never trim)."""
 
 GLIBC_VARIABLES = (
     "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",
 )
 """glibc's own environment variables for these settings: where one is set, the user chose."""
+
+GLIBC_TUNABLES = tuple(
+    f"glibc.malloc.{name}" for name in ("mmap_threshold", "trim_threshold", "top_pad", "mmap_max")
+)
+"""The same settings as ``GLIBC_TUNABLES`` names them (``name=value`` pairs joined by ``:``)."""
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
 _OFF = ("0", "off", "false")
@@ -73,7 +84,8 @@ def keep_buffers_in_heap(
 
     Args:
         environ: The environment to read (the process's).
-        mallopt: The C library's ``mallopt`` (for tests); by default glibc's.
+        mallopt: The C library's ``mallopt`` (for tests); by default glibc's, where glibc serves
+            the process's ``malloc``.
         libc: The C library's name as ``platform.libc_ver`` gives it (for tests).
 
     Returns:
@@ -96,7 +108,9 @@ def keep_buffers_in_heap(
     if (platform.libc_ver()[0] if libc is None else libc) != "glibc":
         return False
     if mallopt is None:
-        mallopt = ctypes.CDLL(None).mallopt
+        mallopt = _glibc_mallopt()
+        if mallopt is None:
+            return False
     settings = {"M_MMAP_THRESHOLD": MMAP_THRESHOLD, "M_TRIM_THRESHOLD": TRIM_THRESHOLD}
     codes = {"M_MMAP_THRESHOLD": _M_MMAP_THRESHOLD, "M_TRIM_THRESHOLD": _M_TRIM_THRESHOLD}
     # mallopt returns 1 on success, 0 where it refuses a value.
@@ -114,6 +128,23 @@ def applied() -> dict[str, int] | None:
 
 
 def _user_set(environ: Mapping[str, str]) -> bool:
-    return any(name in environ for name in GLIBC_VARIABLES) or (
-        "glibc.malloc." in environ.get("GLIBC_TUNABLES", "")
+    tunables = {
+        pair.partition("=")[0].strip() for pair in environ.get("GLIBC_TUNABLES", "").split(":")
+    }
+    return any(name in environ for name in GLIBC_VARIABLES) or bool(
+        tunables.intersection(GLIBC_TUNABLES)
     )
+
+
+def _glibc_mallopt() -> Callable[[int, int], int] | None:
+    """glibc's ``mallopt``, or None where the process's ``malloc`` is another allocator's
+    (jemalloc or tcmalloc preloaded: tcmalloc's ``mallopt`` does nothing and says it did) or
+    the C library cannot be opened."""
+    try:
+        process, glibc = ctypes.CDLL(None), ctypes.CDLL("libc.so.6")
+        address = ctypes.cast(process.malloc, ctypes.c_void_p).value
+        if address != ctypes.cast(glibc.malloc, ctypes.c_void_p).value:
+            return None
+        return glibc.mallopt
+    except (OSError, AttributeError):
+        return None

@@ -51,8 +51,8 @@ eager step, after one warning that says why; so does a new input signature after
 Inductor compiles with its layout optimization off
 ([`INDUCTOR_OPTIONS`][lambda_keras.backend.torch_compiled_step.INDUCTOR_OPTIONS]): it takes
 4-D tensors for ``[batch, channels, height, width]``, and Keras' are ``[batch, height, width,
-channels]``. The first step compiled for a CPU keeps glibc's large buffers in its heap for the
-whole process ([`glibc_heap`][lambda_keras.backend.glibc_heap]; ``LAMBDA_KERAS_GLIBC_HEAP=0``
+channels]``. A step compiled for a CPU keeps glibc's large buffers in its heap, a setting of
+the whole process ([`glibc_heap`][lambda_keras.backend.glibc_heap]; ``LAMBDA_KERAS_GLIBC_HEAP=0``
 leaves glibc alone): the compiled step allocates its buffers anew at every call, and glibc
 would return them to the operating system after each.
 
@@ -162,6 +162,8 @@ class CompiledStep:
         eager_reason: Why the step runs eagerly, or None while it is compiled.
         cuda_graphs_reason: Why the step runs without the CUDA graphs its mode asked for, or
             None.
+        glibc_heap: Whether glibc keeps the large buffers of this step, compiled for a CPU, in
+            its heap ([`glibc_heap`][lambda_keras.backend.glibc_heap]).
     """
 
     def __init__(
@@ -182,6 +184,7 @@ class CompiledStep:
         self.compile_seconds: list[float] = []
         self.eager_reason: str | None = None
         self.cuda_graphs_reason: str | None = None
+        self.glibc_heap = False
         self._graphs: dict = {}
         self._signatures_before_fallback: set = set()
 
@@ -228,8 +231,9 @@ class CompiledStep:
         attempt in a mode with CUDA graphs began (its time counts)."""
         first_try = started is None
         started = time.perf_counter() if first_try else started
-        if self.inductor and not _on_cuda(_tensors(state) + _tensor_leaves(batch)):
-            glibc_heap.keep_buffers_in_heap()  # outside the try: a bad variable is the user's
+        if self.inductor and _on_cpu(_tensors(state) + _tensor_leaves(batch)):
+            # Outside the try: a bad LAMBDA_KERAS_GLIBC_HEAP is the user's error.
+            self.glibc_heap = glibc_heap.keep_buffers_in_heap()
         try:
             graph = self._compile(state, batch)
             outputs = self._run(graph, state, batch)
@@ -405,6 +409,10 @@ def _is_compiler_error(error: Exception) -> bool:
 
 def _on_cuda(tensors) -> bool:
     return any(t.device.type == "cuda" for t in tensors)
+
+
+def _on_cpu(tensors) -> bool:
+    return all(t.device.type == "cpu" for t in tensors)
 
 
 def _split(tensors, sizes):

@@ -274,25 +274,32 @@ def test_a_step_compiles_with_its_mode_s_options_and_the_project_s(mode, monkeyp
 
 @on_torch
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_the_first_compile_for_a_cpu_keeps_glibc_s_buffers_in_its_heap(device, monkeypatch):
-    """On a CPU each compile asks glibc_heap (which sets glibc's thresholds once per process); a
-    step on a GPU and the traced graph run without Inductor (``inductor=False``) do not."""
+def test_a_step_compiled_for_a_cpu_keeps_glibc_s_buffers_in_its_heap(device, monkeypatch):
+    """On a CPU each compile asks glibc_heap (which sets glibc's thresholds once per process) and
+    the step says what it answered; a step on a GPU and the traced graph run without Inductor
+    (``inductor=False``) do not ask."""
     import torch
 
     from lambda_keras.backend import glibc_heap
 
     calls = []
-    monkeypatch.setattr(glibc_heap, "keep_buffers_in_heap", lambda: calls.append(device))
+
+    def keep_buffers_in_heap():
+        calls.append(device)
+        return True
+
+    monkeypatch.setattr(glibc_heap, "keep_buffers_in_heap", keep_buffers_in_heap)
     monkeypatch.setattr(torch, "compile", lambda graph, **arguments: graph)
-    model, step, x, _ = traced_in_mode(
-        "default", monkeypatch if device == "cuda" else None, kind="predict"
-    )
+    on_cuda = device == "cuda"
+    model, step, x, _ = traced_in_mode("default", monkeypatch if on_cuda else None, kind="predict")
+    monkeypatch.setattr(torch_compiled_step, "_on_cpu", lambda tensors: not on_cuda)
     model.predict_on_batch(x)
-    assert calls == []  # inductor=False
+    assert calls == [] and not step.glibc_heap  # inductor=False
     step.inductor, step._graphs = True, {}
     model.predict_on_batch(x)
     model.predict_on_batch(x)  # compiled already
-    assert calls == ([] if device == "cuda" else ["cpu"])
+    assert calls == ([] if on_cuda else ["cpu"])
+    assert step.glibc_heap is not on_cuda
 
 
 @on_torch
@@ -302,6 +309,7 @@ def test_a_bad_glibc_switch_raises_instead_of_running_eagerly(monkeypatch):
     monkeypatch.setenv("LAMBDA_KERAS_GLIBC_HEAP", "maybe")
     monkeypatch.setattr(torch, "compile", lambda graph, **arguments: graph)
     model, step, x, _ = traced_in_mode("default", kind="predict")
+    monkeypatch.setattr(torch_compiled_step, "_on_cpu", lambda tensors: True)  # on a GPU too
     step.inductor = True
     with pytest.raises(ValueError, match="LAMBDA_KERAS_GLIBC_HEAP='maybe'"):
         model.predict_on_batch(x)
