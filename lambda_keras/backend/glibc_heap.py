@@ -79,8 +79,8 @@ def keep_buffers_in_heap(
     """Sets glibc's mmap threshold to
     [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD] and its trim threshold to
     [`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD], once per process,
-    unless ``LAMBDA_KERAS_GLIBC_HEAP=0``, glibc's own variables are in ``environ``, or the C
-    library is not glibc.
+    unless ``LAMBDA_KERAS_GLIBC_HEAP=0``, glibc's own variables are in ``environ``, the C
+    library is not glibc, or another allocator serves ``malloc``.
 
     Args:
         environ: The environment to read (the process's).
