@@ -67,7 +67,6 @@ def keras_row(
     from bench_train import POLICIES as KERAS_POLICIES
     from bench_train import make_model, timed
 
-    from lambda_keras.backend import glibc_heap
     from lambda_keras.zoo import ZooModel
 
     keras.config.set_dtype_policy(KERAS_POLICIES[policy])
@@ -110,7 +109,10 @@ def keras_row(
         ]
         row["cudagraph_skips"] = sum(counters["inductor"].get(k, 0) for k in counters["inductor"]
                                      if "cudagraph_skip" in k)
-        row["glibc_heap"] = glibc_heap.applied() is not None
+        row["glibc_heap"] = any(
+            getattr(step, "glibc_heap", False)
+            for step in (model.train_function, model.predict_function)
+        )
     return row
 
 
