@@ -9,7 +9,8 @@ PyTorch
 [`compiled_steps`][lambda_keras.backend.compiled_steps] for the models, what compiling cost
 printed during ``fit`` by [`compile_report`][lambda_keras.backend.compile_report], glibc's
 large buffers kept between compiled steps on a CPU by
-[`glibc_heap`][lambda_keras.backend.glibc_heap]),
+[`glibc_heap`][lambda_keras.backend.glibc_heap]; their on/off environment variables read by
+[`switches`][lambda_keras.backend.switches]),
 initial values from NumPy while the project builds a model on JAX
 ([`host_initializers`][lambda_keras.backend.host_initializers]),
 checks that run inside a TensorFlow graph ([`graph_checks`][lambda_keras.backend.graph_checks])

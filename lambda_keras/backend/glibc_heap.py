@@ -37,6 +37,8 @@ import os
 import platform
 from collections.abc import Callable, Mapping
 
+from lambda_keras.backend.switches import read_switch
+
 __all__ = [
     "GLIBC_TUNABLES", "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
     "keep_buffers_in_heap",
@@ -66,8 +68,8 @@ GLIBC_TUNABLES = tuple(
 )
 """The same settings as ``GLIBC_TUNABLES`` names them (``name=value`` pairs joined by ``:``)."""
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # <malloc.h>
-_OFF = ("0", "off", "false")
+_SETTINGS = {"M_MMAP_THRESHOLD": (-3, MMAP_THRESHOLD), "M_TRIM_THRESHOLD": (-1, TRIM_THRESHOLD)}
+"""Each setting by its name in ``<malloc.h>``: its code there and the value set."""
 _applied: dict[str, int] | None = None
 
 
@@ -95,15 +97,14 @@ def keep_buffers_in_heap(
         ValueError: ``LAMBDA_KERAS_GLIBC_HEAP`` holds something other than 0 or 1.
     """
     global _applied
-    value = environ.get(VARIABLE, "1").strip().lower()
-    if value not in (*_OFF, "1", "on", "true"):
-        raise ValueError(
-            f"{VARIABLE}={environ[VARIABLE]!r}: expected 1 (keep a compiled step's buffers in "
-            "glibc's heap, the default) or 0 (leave glibc's settings alone)."
-        )
+    on = read_switch(
+        environ, VARIABLE, "1",
+        "1 (keep a compiled step's buffers in glibc's heap, the default) or 0 (leave glibc's "
+        "settings alone)",
+    )
     if _applied is not None:
         return True
-    if value in _OFF or _user_set(environ):
+    if not on or _user_set(environ):
         return False
     if (platform.libc_ver()[0] if libc is None else libc) != "glibc":
         return False
@@ -111,12 +112,10 @@ def keep_buffers_in_heap(
         mallopt = _glibc_mallopt()
         if mallopt is None:
             return False
-    settings = {"M_MMAP_THRESHOLD": MMAP_THRESHOLD, "M_TRIM_THRESHOLD": TRIM_THRESHOLD}
-    codes = {"M_MMAP_THRESHOLD": _M_MMAP_THRESHOLD, "M_TRIM_THRESHOLD": _M_TRIM_THRESHOLD}
     # mallopt returns 1 on success, 0 where it refuses a value.
-    if not all(mallopt(codes[name], value) == 1 for name, value in settings.items()):
+    if not all(mallopt(code, value) == 1 for code, value in _SETTINGS.values()):
         return False
-    _applied = settings
+    _applied = {name: value for name, (_, value) in _SETTINGS.items()}
     return True
 
 

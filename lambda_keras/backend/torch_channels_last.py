@@ -43,6 +43,8 @@ import inspect
 import os
 from collections.abc import Mapping
 
+from lambda_keras.backend.switches import read_switch
+
 __all__ = [
     "VARIABLE",
     "average_pool",
@@ -55,7 +57,9 @@ __all__ = [
 ]
 
 VARIABLE = "LAMBDA_KERAS_TORCH_CHANNELS_LAST"
-"""``0`` keeps Keras' own PyTorch functions (read once, when ``lambda_keras`` is imported)."""
+"""``0`` (or ``off``, ``false``) keeps Keras' own PyTorch functions; unset or ``1``, the
+project's (read once, when ``lambda_keras`` is imported on the PyTorch backend;
+[`switches`][lambda_keras.backend.switches])."""
 
 _KERAS = {}  # name -> Keras' own function, while ours is installed
 
@@ -271,10 +275,18 @@ def _keras_fixed_conv() -> bool:
 
 def install(environ: Mapping[str, str] = os.environ) -> list[str]:
     """Puts the functions above in place of Keras' when Keras runs on PyTorch, unless
-    ``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0``. Returns the names of those installed."""
+    ``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0``. Returns the names of those installed.
+
+    Raises:
+        ValueError: ``LAMBDA_KERAS_TORCH_CHANNELS_LAST`` holds something other than 1 or 0
+            (read on the PyTorch backend only).
+    """
     import keras
 
-    if keras.backend.backend() != "torch" or environ.get(VARIABLE, "1") == "0":
+    if keras.backend.backend() != "torch":
+        return []
+    expected = "1 (copy-free convolution, pooling and batch norm, the default) or 0 (Keras' own)"
+    if not read_switch(environ, VARIABLE, "1", expected):
         return []
     from keras.src.backend.torch import nn
     from keras.src.backend.torch.core import Variable

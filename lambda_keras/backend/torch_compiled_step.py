@@ -78,6 +78,7 @@ import keras
 
 from lambda_keras.backend import glibc_heap
 from lambda_keras.backend.stateless_steps import STEPS, clone, is_tensor, trace_safe_keras
+from lambda_keras.backend.switches import read_switch
 
 __all__ = [
     "INDUCTOR_OPTIONS", "MAX_GRAPHS", "MODES", "VARIABLE", "CompiledStep", "compile_mode",
@@ -93,7 +94,6 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 
 CUDA_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
 """The modes that replay CUDA graphs, each with the same mode without them (a step's fallback)."""
-_ON, _OFF = ("1", "on", "true"), ("0", "off", "false")
 KINDS = ("train", "test", "predict")
 MAX_GRAPHS = 8
 """Input signatures a step compiles at most; a new one after them runs eagerly."""
@@ -120,19 +120,18 @@ def compile_mode(
     Raises:
         ValueError: the variable holds something else.
     """
-    value = environ.get(VARIABLE, "auto").strip().lower()
-    if value in _OFF:
+    value = read_switch(
+        environ, VARIABLE, "auto",
+        f"auto (compiled on a GPU, the default), 1 (compiled on every device), 0 (Keras' own "
+        f"steps) or one of torch.compile's modes {', '.join(MODES)}",
+        names=("auto", *MODES),
+    )
+    if value is False:
         return None
+    if value is True:
+        return "default"
     if value in MODES:
         return value
-    if value in _ON:
-        return "default"
-    if value != "auto":
-        raise ValueError(
-            f"{VARIABLE}={environ[VARIABLE]!r}: expected auto (compiled on a GPU, the default), "
-            f"1 (compiled on every device), 0 (Keras' own steps) or one of torch.compile's "
-            f"modes {', '.join(MODES)}."
-        )
     if jit_compile:
         return "default"
     if device is None:

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from lambda_keras.backend import glibc_heap
+from lambda_keras.backend import glibc_heap, switches
 
 
 @pytest.fixture
@@ -117,9 +117,13 @@ def test_a_bad_switch_names_the_variable_the_value_and_the_choices(fresh):
 CHILD = """
 import ctypes, importlib.util, json, sys
 
-spec = importlib.util.spec_from_file_location("glibc_heap", sys.argv[1])
-glibc_heap = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(glibc_heap)
+# The module and the one it imports, from their files: lambda_keras' own import would bring
+# Keras and its backend, whose allocations would fill the heap being measured.
+for name, path in zip(("lambda_keras.backend.switches", "glibc_heap"), sys.argv[1:]):
+    spec = importlib.util.spec_from_file_location(name, path)
+    sys.modules[name] = module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+glibc_heap = sys.modules["glibc_heap"]
 libc = ctypes.CDLL("libc.so.6")
 libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
 libc.free.argtypes = [ctypes.c_void_p]
@@ -173,8 +177,8 @@ def test_on_this_glibc_freed_buffers_stay_in_the_heap():
                         "LD_PRELOAD")
     }
     result = subprocess.run(
-        [sys.executable, "-c", CHILD, glibc_heap.__file__], env=environ, capture_output=True,
-        text=True, check=True, timeout=120,
+        [sys.executable, "-c", CHILD, switches.__file__, glibc_heap.__file__], env=environ,
+        capture_output=True, text=True, check=True, timeout=120,
     )
     heap = json.loads(result.stdout.strip().splitlines()[-1])
     assert heap["kept"]

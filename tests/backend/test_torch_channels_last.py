@@ -334,6 +334,9 @@ def test_uninstall_gives_keras_its_functions_and_install_puts_ours_back():
         layer.build((None, 8, 8, 4))
         assert layer.kernel.value.is_contiguous()  # Keras' own order
         assert channels_last.install({channels_last.VARIABLE: "0"}) == []
+        assert channels_last.install({channels_last.VARIABLE: " Off"}) == []
+        with pytest.raises(ValueError, match=r"CHANNELS_LAST='no': expected 1 .* or 0"):
+            channels_last.install({channels_last.VARIABLE: "no"})
         assert nn.conv is keras_conv
     finally:
         installed = channels_last.install()
