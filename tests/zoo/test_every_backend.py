@@ -26,10 +26,22 @@ def exchange_model() -> keras.Model:
     )
 
 
-@pytest.mark.torch_compiled
-def test_a_zoo_model_trains_and_predicts():
-    """The new user's first try (``fit`` failed on JAX: tf ops on tracers); on PyTorch with the
-    compiled steps a user gets."""
+@pytest.mark.parametrize(
+    "compile_setting",
+    [
+        "auto",
+        pytest.param(
+            "1", marks=[pytest.mark.slow, pytest.mark.torch_compiled, pytest.mark.backends("torch")]
+        ),
+    ],
+)
+def test_a_zoo_model_trains_and_predicts(compile_setting, monkeypatch):
+    """The new user's first try (``fit`` failed on JAX: tf ops on tracers), with the steps a
+    user gets (``auto``: on PyTorch, Keras' eager steps on a CPU and the compiled steps on a
+    GPU). Under ``-m slow`` on PyTorch, compiled by Inductor on a CPU too: 711 s for this whole
+    LambdaResNet-50 on 2 AVX2 cores, where tests/backend/test_torch_compiled_step.py traces the
+    same model and compiles small ones with Inductor in the default run."""
+    monkeypatch.setenv("LAMBDA_KERAS_TORCH_COMPILE", compile_setting)
     model = exchange_model()
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     x = images(batch=8)
