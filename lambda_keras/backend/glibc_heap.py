@@ -45,8 +45,10 @@ __all__ = [
 ]
 
 VARIABLE = "LAMBDA_KERAS_GLIBC_HEAP"
-"""``0`` leaves glibc's settings as they are; unset or ``1``, a compiled step on a CPU sets them
-([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap])."""
+"""``0`` (or ``off``, ``false``) leaves glibc's settings as they are; unset or ``1`` (``on``,
+``true``), a compiled step on a CPU sets them
+([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap];
+[`switches`][lambda_keras.backend.switches])."""
 
 MMAP_THRESHOLD = 32 * 1024 * 1024
 """Bytes: glibc serves buffers below this size from its heap (``M_MMAP_THRESHOLD``; 32 MiB is
@@ -94,7 +96,8 @@ def keep_buffers_in_heap(
         Whether the settings are this module's (set now or by an earlier call).
 
     Raises:
-        ValueError: ``LAMBDA_KERAS_GLIBC_HEAP`` holds something other than 0 or 1.
+        ValueError: ``LAMBDA_KERAS_GLIBC_HEAP`` holds something other than an on or off value
+            ([`switches`][lambda_keras.backend.switches]).
     """
     global _applied
     on = read_switch(

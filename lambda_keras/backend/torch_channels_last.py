@@ -278,8 +278,9 @@ def install(environ: Mapping[str, str] = os.environ) -> list[str]:
     ``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0``. Returns the names of those installed.
 
     Raises:
-        ValueError: ``LAMBDA_KERAS_TORCH_CHANNELS_LAST`` holds something other than 1 or 0
-            (read on the PyTorch backend only).
+        ValueError: ``LAMBDA_KERAS_TORCH_CHANNELS_LAST`` holds something other than an on or
+            off value ([`switches`][lambda_keras.backend.switches]; read on the PyTorch backend
+            only).
     """
     import keras
 

@@ -42,9 +42,18 @@ def test_the_projects_switches_read_this_way(monkeypatch):
     """Each module's variable takes ``off`` and refuses a word it does not know (the PyTorch
     layouts' in tests/backend/test_torch_channels_last.py)."""
     monkeypatch.setattr(glibc_heap, "_applied", None)
-    assert glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "off"}, libc="musl") is False
+    calls = []
+
+    def mallopt(code, value):  # glibc's answer, recorded instead of set
+        calls.append(code)
+        return 1
+
+    assert glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "off"}, mallopt, "glibc") is False
     with pytest.raises(ValueError, match="LAMBDA_KERAS_GLIBC_HEAP='yes'"):
-        glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "yes"})
+        glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "yes"}, mallopt, "glibc")
+    assert calls == []
+    assert glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "On"}, mallopt, "glibc") is True
+    assert len(calls) == 2
     assert torch_compiled_step.compile_mode({torch_compiled_step.VARIABLE: "false"}, "cuda") is None
     with pytest.raises(ValueError, match="LAMBDA_KERAS_TORCH_COMPILE='yes'"):
         torch_compiled_step.compile_mode({torch_compiled_step.VARIABLE: "yes"}, "cpu")

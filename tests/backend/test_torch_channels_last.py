@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from lambda_keras.backend import torch_channels_last as channels_last
+from lambda_keras.backend.switches import read_switch
 
 on_torch = pytest.mark.backends("torch")  # Keras' PyTorch backend functions
 
@@ -100,7 +101,7 @@ def test_conv_gives_keras_values_and_gradients_in_channels_last_order(
 def test_keras_ops_and_layers_reach_our_functions():
     from keras.src.backend.torch import nn
 
-    assert os.environ.get(channels_last.VARIABLE) != "0"
+    assert read_switch(os.environ, channels_last.VARIABLE, "1", "1 or 0")
     assert nn.conv is channels_last.conv
     assert nn.max_pool is channels_last.max_pool
     assert nn.average_pool is channels_last.average_pool

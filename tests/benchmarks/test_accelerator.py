@@ -40,7 +40,7 @@ def test_each_stage_runs_its_benchmark_with_the_device_s_settings(tmp_path):
     assert any("maskrcnn_resnet50_fpn" in part for part in commands["detection"])
     tiny = accelerator.plan(accelerator.parse(["--tiny", f"--output-dir={tmp_path}"]), "cpu")
     assert "--size" in tiny["train"] and "--sizes=128" in tiny["detection"]
-    # one model in the tiny run: the port of timm's LambdaResNet-50 and timm's own
+    # the tiny run trains one model (the port of timm's LambdaResNet-50; timm's own beside it)
     tiny_models = tiny["train"][tiny["train"].index("--models") + 1 :]
     assert tiny_models[: tiny_models.index("--policies")] == ["lambda_resnet50ts"]
     assert "--models=maskrcnn_resnet50_fpn" in tiny["detection"]  # torchvision's column too

@@ -64,10 +64,11 @@ def test_the_compiled_row_counts_one_graph_per_step_and_no_break(tmp_path):
     import torch
 
     from lambda_keras.backend import glibc_heap
+    from lambda_keras.backend.switches import read_switch
 
     kept = (
         platform.libc_ver()[0] == "glibc" and not torch.cuda.is_available()
-        and os.environ.get(glibc_heap.VARIABLE, "1") != "0"
+        and read_switch(os.environ, glibc_heap.VARIABLE, "1", "1 or 0")
         and not glibc_heap._user_set(os.environ)
     )
     if kept:  # the compiled steps kept glibc's buffers in its heap, and the table says so
