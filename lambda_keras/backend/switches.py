@@ -54,11 +54,12 @@ def read_switch(
         >>> read_switch({}, "LAMBDA_KERAS_TORCH_COMPILE", "auto", "...", ("auto",))
         'auto'
     """
-    value = environ.get(variable, default).strip().lower()
+    raw = environ.get(variable, default)
+    value = raw.strip().lower()
     if value in ON:
         return True
     if value in OFF:
         return False
     if value in names:
         return value
-    raise ValueError(f"{variable}={environ.get(variable, default)!r}: expected {expected}.")
+    raise ValueError(f"{variable}={raw!r}: expected {expected}.")

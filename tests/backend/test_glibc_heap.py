@@ -29,10 +29,11 @@ def fresh(monkeypatch):
     return calls, mallopt
 
 
-def test_sets_both_thresholds_once_per_process(fresh):
+@pytest.mark.parametrize("environ", [{}, {"LAMBDA_KERAS_GLIBC_HEAP": "On"}])
+def test_sets_both_thresholds_once_per_process(fresh, environ):
     calls, mallopt = fresh
     assert glibc_heap.applied() is None
-    assert glibc_heap.keep_buffers_in_heap({}, mallopt, "glibc")
+    assert glibc_heap.keep_buffers_in_heap(environ, mallopt, "glibc")
     # M_MMAP_THRESHOLD is -3 and M_TRIM_THRESHOLD -1 in <malloc.h>.
     assert calls == [(-3, 32 * 1024 * 1024), (-1, 2**31 - 1)]
     assert glibc_heap.applied() == {"M_MMAP_THRESHOLD": 2**25, "M_TRIM_THRESHOLD": 2**31 - 1}

@@ -3,7 +3,7 @@ and a ValueError that names the variable, the value and what is allowed."""
 
 import pytest
 
-from lambda_keras.backend import glibc_heap, torch_compiled_step
+from lambda_keras.backend import torch_compiled_step
 from lambda_keras.backend.switches import OFF, ON, read_switch
 
 NAME = "LAMBDA_KERAS_SOMETHING"
@@ -38,22 +38,10 @@ def test_anything_else_is_refused_with_the_variable_the_value_and_the_choices(va
     assert str(error.value) == f"{NAME}={value!r}: expected 1 (this) or 0 (that)."
 
 
-def test_the_projects_switches_read_this_way(monkeypatch):
-    """Each module's variable takes ``off`` and refuses a word it does not know (the PyTorch
-    layouts' in tests/backend/test_torch_channels_last.py)."""
-    monkeypatch.setattr(glibc_heap, "_applied", None)
-    calls = []
-
-    def mallopt(code, value):  # glibc's answer, recorded instead of set
-        calls.append(code)
-        return 1
-
-    assert glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "off"}, mallopt, "glibc") is False
-    with pytest.raises(ValueError, match="LAMBDA_KERAS_GLIBC_HEAP='yes'"):
-        glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "yes"}, mallopt, "glibc")
-    assert calls == []
-    assert glibc_heap.keep_buffers_in_heap({glibc_heap.VARIABLE: "On"}, mallopt, "glibc") is True
-    assert len(calls) == 2
+def test_the_compile_switch_reads_this_way():
+    """``LAMBDA_KERAS_TORCH_COMPILE`` takes ``false`` and refuses a word it does not know (the
+    other variables' spellings: tests/backend/test_glibc_heap.py and
+    tests/backend/test_torch_channels_last.py)."""
     assert torch_compiled_step.compile_mode({torch_compiled_step.VARIABLE: "false"}, "cuda") is None
     with pytest.raises(ValueError, match="LAMBDA_KERAS_TORCH_COMPILE='yes'"):
         torch_compiled_step.compile_mode({torch_compiled_step.VARIABLE: "yes"}, "cpu")
