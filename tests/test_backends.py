@@ -68,6 +68,7 @@ CORE = [
     "tests/backend/test_torch_channels_last.py",
     "tests/backend/test_torch_max_pool.py",
     "tests/backend/test_torch_compiled_step.py",
+    "tests/backend/test_stateless_steps.py",
     "tests/backend/test_compile_report.py",
     "tests/backend/test_host_initializers.py",
     "tests/test_preprocessing.py",

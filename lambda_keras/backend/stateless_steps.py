@@ -13,32 +13,64 @@ functions that would read a tensor on the host while a step is traced.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 import keras
 
 __all__ = ["STEPS", "clone", "has_values", "is_tensor", "trace_safe_keras"]
+
+_TRACING = threading.Lock()
 
 
 @contextlib.contextmanager
 def trace_safe_keras():
     """Keras' PyTorch functions that would read a tensor on the host, replaced while a step is
     traced: random draws from PyTorch's generator instead of one built from a ``SeedGenerator``'s
-    state, and ``keras.ops.cond`` on a tensor as a selection between both branches."""
+    state, ``keras.ops.cond`` on a tensor as a selection between both branches, and
+    ``torch._foreach_add_`` with a tensor ``alpha`` (Keras' SGD and Adadelta pass the learning
+    rate so) as a multiply-add on the device."""
+    import torch
     from keras.src.backend.torch import core, random
 
-    saved = random.torch_seed_generator, core.cond
-    random.torch_seed_generator = _global_generator
-    core.cond = _select
-    try:
-        yield
-    finally:
-        random.torch_seed_generator, core.cond = saved
+    with _TRACING:  # one trace at a time: each restores what it replaced
+        saved = random.torch_seed_generator, core.cond, torch._foreach_add_
+        random.torch_seed_generator = _global_generator
+        core.cond = _select
+        torch._foreach_add_ = _foreach_add_on_the_device(torch._foreach_add_)
+        try:
+            yield
+        finally:
+            random.torch_seed_generator, core.cond, torch._foreach_add_ = saved
 
 
 def _global_generator(seed):
     """``torch_seed_generator`` while tracing: None, PyTorch's default generator."""
     del seed
     return None
+
+
+def _foreach_add_on_the_device(foreach_add_):
+    """``foreach_add_`` (PyTorch's ``torch._foreach_add_``) taking a tensor ``alpha`` as a
+    factor of ``others`` on the device. PyTorch reads a tensor ``alpha`` on the host as a number
+    (``aten._local_scalar_dense``): in a traced step, a wait for the device at every step, and
+    an input that CUDA graphs refuse where they record (PyTorch 2.11). The replacement is
+    ``addcmul`` (``tensors + others * alpha``): for float32 and float16 tensors the same bits as
+    the addition with ``alpha`` (one fused multiply-add); bfloat16 tensors may differ in their
+    last bit (``alpha`` rounded to bfloat16 first). Keras' variables are float32 under its
+    mixed policies."""
+    import torch
+
+    def add_(tensors, *args, **kwargs):
+        alpha = kwargs.pop("alpha", None)
+        if isinstance(alpha, torch.Tensor) and len(args) == 1 and not kwargs:
+            others = args[0]
+            if isinstance(others, (list, tuple)):
+                return torch._foreach_addcmul_(tensors, others, [alpha] * len(others))
+        if alpha is not None:
+            kwargs["alpha"] = alpha
+        return foreach_add_(tensors, *args, **kwargs)
+
+    return add_
 
 
 def _select(pred, true_fn, false_fn):

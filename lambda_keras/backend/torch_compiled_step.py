@@ -24,11 +24,15 @@ inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind
 CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default. On PyTorch
 2.11 and an H100 the prediction step of the port of timm's LambdaResNet-50 replayed as CUDA
 graphs at 1.8 times the images/s of timm's eager model; its training step compiled and ran once,
-then failed at its second call, where the graphs record (Dynamo's "Attempt to trace generator",
-raised without the error behind it). A step that fails with CUDA graphs is compiled again in the
-same mode without them (``reduce-overhead``: ``default``; ``max-autotune``:
-``max-autotune-no-cudagraphs``), after one warning; a step whose graph fails without CUDA graphs
-runs eagerly from then on, after one warning.
+then failed at its second call, where the graphs record. On an H200 the cause showed: the traced
+step read SGD's learning rate on the host (Keras passes it to ``torch._foreach_add_`` as a
+tensor ``alpha``), and CUDA graphs refuse the number where they record (an ``AssertionError``
+that PyTorch reports as Dynamo's "Attempt to trace generator"). The trace now multiplies by it
+on the device instead; a step that still reads a value on the host
+(``CompiledStep.host_reads``) compiles without CUDA graphs, after one warning. A step that fails
+with CUDA graphs is compiled again in the same mode without them (``reduce-overhead``:
+``default``; ``max-autotune``: ``max-autotune-no-cudagraphs``), after one warning; a step whose
+graph fails without CUDA graphs runs eagerly from then on, after one warning.
 
 Where it differs from Keras' eager step:
 
@@ -151,7 +155,8 @@ class CompiledStep:
     ``"predict"`` the outputs) as tensors the caller owns.
 
     ``inductor=False`` runs the traced graph as it is, without ``torch.compile`` (for checks:
-    what the trace computes, without Inductor's compile time).
+    what the trace computes, without Inductor's compile time); the step still chooses its mode
+    as for Inductor.
 
     Attributes:
         compiles: Graphs traced and compiled so far, one per input signature (and one more
@@ -163,6 +168,10 @@ class CompiledStep:
             None.
         glibc_heap: Whether glibc keeps the large buffers of this step, compiled for a CPU, in
             its heap ([`glibc_heap`][lambda_keras.backend.glibc_heap]).
+        host_reads: Values the last traced graph reads on the host
+            (``aten._local_scalar_dense``, a tensor turned into a number): on a GPU each makes
+            the step wait for the device, and CUDA graphs may refuse them (a step that has any
+            compiles without CUDA graphs).
     """
 
     def __init__(
@@ -184,6 +193,8 @@ class CompiledStep:
         self.eager_reason: str | None = None
         self.cuda_graphs_reason: str | None = None
         self.glibc_heap = False
+        self.host_reads = 0
+        self._warned_host_reads = False
         self._graphs: dict = {}
         self._signatures_before_fallback: set = set()
 
@@ -344,6 +355,7 @@ class CompiledStep:
             graph = make_fx(step, tracing_mode="fake", _allow_non_fake_inputs=False)(
                 *_tensors(groups), *leaves
             )
+        self._check_host_reads(graph, groups, batch)
         if not self.inductor:
             return graph
         if self._uses_cuda_graphs(groups, batch):
@@ -352,6 +364,45 @@ class CompiledStep:
         return torch.compile(
             graph, fullgraph=True, dynamic=False, options=inductor_options(self.mode)
         )
+
+    def _check_host_reads(self, graph, groups, batch) -> None:
+        """Counts the values ``graph`` reads on the host (``host_reads``). If there are any: in
+        a mode with CUDA graphs, the step switches to the same mode without them, before it
+        compiles, after one warning (CUDA graphs may refuse such a value where they record);
+        otherwise, on a GPU, one warning."""
+        self.host_reads = _host_reads(graph)
+        if not self.host_reads:
+            return
+        what = (
+            f"{self.model.name}'s {self.kind} step reads {self.host_reads} value(s) on the host "
+            "(aten._local_scalar_dense: a tensor turned into a number, in a custom layer, loss "
+            "or optimizer)"
+        )
+        if self._uses_cuda_graphs(groups, batch):
+            fallback = CUDA_GRAPH_MODES[self.mode]
+            self.cuda_graphs_reason = f"mode {self.mode!r}: {what}"
+            warnings.warn(
+                f"lambda_keras: {what}, which CUDA graphs may refuse where they record. It "
+                f"compiles in mode {fallback!r} (the same without CUDA graphs) and runs so from "
+                "now on.",
+                stacklevel=5,
+            )
+            self.mode = fallback
+        elif not self._warned_host_reads and _on_cuda(_tensors(groups) + _tensor_leaves(batch)):
+            self._warned_host_reads = True
+            warnings.warn(
+                f"lambda_keras: {what}; each read of a GPU tensor makes the step wait for the "
+                "GPU.",
+                stacklevel=5,
+            )
+
+
+def _host_reads(graph) -> int:
+    """How many values a traced graph reads on the host."""
+    import torch
+
+    target = torch.ops.aten._local_scalar_dense.default
+    return sum(node.op == "call_function" and node.target is target for node in graph.graph.nodes)
 
 
 def inductor_options(mode: str) -> dict[str, Any]:
@@ -384,19 +435,32 @@ def _tensors(state) -> list:
 
 def _error_text(error: BaseException) -> str:
     """``"Type: message"`` of ``error``; a compiler error raised while handling another error
-    is led by that one: PyTorch 2.11's compiled graph reports a failure of its generated code (a
-    size or stride check) as Dynamo's "Attempt to trace generator", raised by the graph's own
-    error handler."""
+    is led by that one and where it was raised: PyTorch 2.11's compiled graph reports a failure
+    of its generated code or of its CUDA graphs as Dynamo's "Attempt to trace generator", raised
+    by the graph module's own error handler (and Dynamo raises that again ``from`` no cause,
+    which hides the first error from a traceback but keeps it as the context)."""
     text = f"{type(error).__name__}: {error}".strip()
-    context = error.__cause__
-    if context is None and not error.__suppress_context__:
-        context = error.__context__
+    context = error.__cause__ or error.__context__
     if context is None or not _is_compiler_error(error) or _is_compiler_error(context):
         return text
     first_line = (str(error).strip().splitlines() or [""])[0]
-    return f"{type(context).__name__}: {context}".strip() + (
+    return f"{type(context).__name__}{_where(context)}: {context}".strip() + (
         f" (reported as {type(error).__name__}: {first_line})"
     )
+
+
+def _where(error: BaseException) -> str:
+    """`` at <file>:<line> in <function>``, the frame that raised ``error`` (the file from
+    its package on), or nothing without a traceback."""
+    import traceback
+
+    frames = traceback.extract_tb(error.__traceback__) if error.__traceback__ else []
+    if not frames:
+        return ""
+    last = frames[-1]
+    path = last.filename.replace("\\", "/")
+    path = path.rpartition("site-packages/")[2] if "site-packages/" in path else path
+    return f" at {path}:{last.lineno} in {last.name}"
 
 
 def _is_compiler_error(error: Exception) -> bool:
