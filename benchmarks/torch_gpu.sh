@@ -3,6 +3,8 @@
 #   OUT=<dir> bash benchmarks/torch_gpu.sh [seconds, default 520]
 # One after another (nothing else computes while a part is timed), each bounded by what is left
 # of the budget:
+# 0. The test that the training step records and replays as CUDA graphs (reduce-overhead) on a
+#    small network ($OUT/cuda_graphs_test.log): under a minute, so it comes first.
 # 1. bench_torch_steps.py: timm's lambda_resnet50ts in eager PyTorch, then the project's
 #    LambdaResNet50TS with its steps compiled as CUDA graphs (reduce-overhead), then with
 #    torch.compile's default mode if the first rows left time; batch 64, 256 px, bfloat16; each
@@ -57,6 +59,13 @@ part() {  # $1: seconds to keep for the parts after it; $2: the log; the rest: t
   [ "$status" -eq 0 ] || failed=1
 }
 
+part 400 "$out/cuda_graphs_test.log" python3 -c "
+import sys
+sys.modules['tensorflow'] = None  # not on the device machine
+import pytest
+sys.exit(pytest.main(['-n', '0', '-p', 'no:cacheprovider', '-q', '-p', 'no:logging', '-rs',
+    'tests/backend/test_torch_compiled_step.py::test_on_a_gpu_the_training_step_replays_as_cuda_graphs']))
+"
 part 200 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
   --systems timm compiled:reduce-overhead compiled:default --max-seconds=150 \
   --profile="$out" --output="$out/torch_steps.json"
