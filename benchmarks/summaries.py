@@ -429,6 +429,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_224_heap/torch_steps": torch_steps(1.0),
     "torch_steps_64_avx2/torch_steps": torch_steps(1.0),
     "torch_steps_224_avx2/torch_steps": torch_steps(1.0),
+    "torch_steps_224_b16_avx2/torch_steps": torch_steps(1.0),
     "torch_steps_h100/torch_steps": torch_steps(1.25),
     "torch_steps_h100_cudagraphs/torch_steps": torch_steps(1.25),
     "torch_steps_h100_cudagraphs/kernels": kernel_share,

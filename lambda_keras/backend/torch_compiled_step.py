@@ -300,17 +300,26 @@ class CompiledStep:
         warning; otherwise (or if those fail too) Keras' eager step."""
         if not self._uses_cuda_graphs(state, batch):
             return self._eager_from_now_on(reason, data)
+        self._signatures_before_fallback = set(self._graphs) | {key}
+        self._without_cuda_graphs(
+            reason, f"failed in mode {self.mode!r} (with CUDA graphs): {reason[:500]}", "again "
+        )
+        self._graphs = {}
+        return self._compile_and_run(key, state, batch, data, started)
+
+    def _without_cuda_graphs(
+        self, reason: str, what: str, again: str = "", stacklevel: int = 5
+    ) -> None:
+        """The step's mode from now on: its mode without CUDA graphs, after one warning that
+        the step ``what`` (``reason``: the step's ``cuda_graphs_reason``)."""
         fallback = CUDA_GRAPH_MODES[self.mode]
         self.cuda_graphs_reason = f"mode {self.mode!r}: {reason}"
         warnings.warn(
-            f"lambda_keras: {self.model.name}'s {self.kind} step failed in mode {self.mode!r} "
-            f"(with CUDA graphs): {reason[:500]}. It is compiled again in mode {fallback!r} "
-            "(the same without CUDA graphs) and runs so from now on.",
-            stacklevel=4,
+            f"lambda_keras: {self.model.name}'s {self.kind} step {what}. It is compiled {again}"
+            f"in mode {fallback!r} (the same without CUDA graphs) and runs so from now on.",
+            stacklevel=stacklevel,
         )
-        self._signatures_before_fallback = set(self._graphs) | {key}
-        self.mode, self._graphs = fallback, {}
-        return self._compile_and_run(key, state, batch, data, started)
+        self.mode = fallback
 
     def _eager_from_now_on(self, reason: str, data: list):
         """Keras' eager step for this batch (it raises where the batch itself is wrong), and
@@ -374,25 +383,17 @@ class CompiledStep:
         if not self.host_reads:
             return
         what = (
-            f"{self.model.name}'s {self.kind} step reads {self.host_reads} value(s) on the host "
-            "(aten._local_scalar_dense: a tensor turned into a number, in a custom layer, loss "
-            "or optimizer)"
+            f"reads {self.host_reads} value(s) on the host (aten._local_scalar_dense: a tensor "
+            "turned into a number, in a custom layer, loss or optimizer)"
         )
         if self._uses_cuda_graphs(groups, batch):
-            fallback = CUDA_GRAPH_MODES[self.mode]
-            self.cuda_graphs_reason = f"mode {self.mode!r}: {what}"
-            warnings.warn(
-                f"lambda_keras: {what}, which CUDA graphs may refuse where they record. It "
-                f"compiles in mode {fallback!r} (the same without CUDA graphs) and runs so from "
-                "now on.",
-                stacklevel=5,
-            )
-            self.mode = fallback
+            refused = f"{what}, which CUDA graphs may refuse where they record"
+            self._without_cuda_graphs(what, refused, stacklevel=6)
         elif not self._warned_host_reads and _on_cuda(_tensors(groups) + _tensor_leaves(batch)):
             self._warned_host_reads = True
             warnings.warn(
-                f"lambda_keras: {what}; each read of a GPU tensor makes the step wait for the "
-                "GPU.",
+                f"lambda_keras: {self.model.name}'s {self.kind} step {what}; each read of a GPU "
+                "tensor makes the step wait for the GPU.",
                 stacklevel=5,
             )
 
