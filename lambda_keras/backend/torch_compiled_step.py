@@ -302,21 +302,23 @@ class CompiledStep:
             return self._eager_from_now_on(reason, data)
         self._signatures_before_fallback = set(self._graphs) | {key}
         self._without_cuda_graphs(
-            reason, f"failed in mode {self.mode!r} (with CUDA graphs): {reason[:500]}", "again "
+            reason, f"failed in mode {self.mode!r} (with CUDA graphs): {reason[:500]}", again=True
         )
         self._graphs = {}
         return self._compile_and_run(key, state, batch, data, started)
 
     def _without_cuda_graphs(
-        self, reason: str, what: str, again: str = "", stacklevel: int = 5
+        self, reason: str, what: str, again: bool = False, stacklevel: int = 5
     ) -> None:
         """The step's mode from now on: its mode without CUDA graphs, after one warning that
-        the step ``what`` (``reason``: the step's ``cuda_graphs_reason``)."""
+        the step ``what`` (``reason``: the step's ``cuda_graphs_reason``; ``again``: a graph of
+        the old mode was compiled already)."""
         fallback = CUDA_GRAPH_MODES[self.mode]
         self.cuda_graphs_reason = f"mode {self.mode!r}: {reason}"
         warnings.warn(
-            f"lambda_keras: {self.model.name}'s {self.kind} step {what}. It is compiled {again}"
-            f"in mode {fallback!r} (the same without CUDA graphs) and runs so from now on.",
+            f"lambda_keras: {self.model.name}'s {self.kind} step {what}. It is compiled "
+            f"{'again ' if again else ''}in mode {fallback!r} (the same without CUDA graphs) "
+            "and runs so from now on.",
             stacklevel=stacklevel,
         )
         self.mode = fallback
