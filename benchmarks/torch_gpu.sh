@@ -59,12 +59,13 @@ part() {  # $1: seconds to keep for the parts after it; $2: the log; the rest: t
   [ "$status" -eq 0 ] || failed=1
 }
 
+cuda_graphs_test=tests/backend/test_torch_compiled_step.py::test_on_a_gpu_the_training_step_replays_as_cuda_graphs
 part 400 "$out/cuda_graphs_test.log" python3 -c "
 import sys
 sys.modules['tensorflow'] = None  # not on the device machine
 import pytest
 sys.exit(pytest.main(['-n', '0', '-p', 'no:cacheprovider', '-q', '-p', 'no:logging', '-rs',
-    'tests/backend/test_torch_compiled_step.py::test_on_a_gpu_the_training_step_replays_as_cuda_graphs']))
+    '$cuda_graphs_test']))
 "
 part 200 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
   --systems timm compiled:reduce-overhead compiled:default --max-seconds=150 \
@@ -77,7 +78,8 @@ sys.modules['tensorflow'] = None  # not on the device machine; nothing here may 
 import pytest
 sys.exit(pytest.main(['-m', '$tests_marker', '-n', '3', '-p', 'no:cacheprovider', '-q',
     '-p', 'no:logging', 'tests/test_device_tensors.py', 'tests/detection/test_detect.py',
-    'tests/detection/test_mask_rcnn_compiled.py', 'tests/backend/test_torch_compiled_step.py']))
+    'tests/detection/test_mask_rcnn_compiled.py', 'tests/backend/test_torch_compiled_step.py',
+    '--deselect', '$cuda_graphs_test']))  # part 0 ran it
 "
 part 0 "$log" env LAMBDA_KERAS_TORCH_COMPILE=0 python3 benchmarks/bench_detection.py \
   --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection_eager.json"

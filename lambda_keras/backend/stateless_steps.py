@@ -62,10 +62,9 @@ def _foreach_add_on_the_device(foreach_add_):
 
     def add_(tensors, *args, **kwargs):
         alpha = kwargs.pop("alpha", None)
-        if isinstance(alpha, torch.Tensor) and len(args) == 1 and not kwargs:
-            others = args[0]
-            if isinstance(others, (list, tuple)):
-                return torch._foreach_addcmul_(tensors, others, [alpha] * len(others))
+        others = args[0] if len(args) == 1 and not kwargs else None
+        if isinstance(alpha, torch.Tensor) and isinstance(others, (list, tuple)):
+            return torch._foreach_addcmul_(tensors, others, [alpha] * len(others))
         if alpha is not None:
             kwargs["alpha"] = alpha
         return foreach_add_(tensors, *args, **kwargs)

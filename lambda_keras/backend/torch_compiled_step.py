@@ -461,8 +461,7 @@ def _where(error: BaseException) -> str:
     if not frames:
         return ""
     last = frames[-1]
-    path = last.filename.replace("\\", "/")
-    path = path.rpartition("site-packages/")[2] if "site-packages/" in path else path
+    path = last.filename.replace("\\", "/").rpartition("site-packages/")[2]
     return f" at {path}:{last.lineno} in {last.name}"
 
 

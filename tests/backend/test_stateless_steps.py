@@ -14,6 +14,7 @@ from tests.backend.test_torch_compiled_step import (
     compiled,
     small_net,
     use_traced_steps,
+    without_the_host_read_replacement,
 )
 
 on_torch = pytest.mark.backends("torch")
@@ -53,7 +54,7 @@ def test_a_traced_training_step_reads_nothing_on_the_host(name):
 def test_without_the_replacement_sgd_reads_its_learning_rate_on_the_host(monkeypatch):
     """What the replacement removes: Keras' SGD hands ``torch._foreach_add_`` its learning rate
     as a tensor ``alpha``, which PyTorch reads on the host."""
-    monkeypatch.setattr(stateless_steps, "_foreach_add_on_the_device", lambda add_: add_)
+    without_the_host_read_replacement(monkeypatch)
     x, y = batch(8)
     traced = compiled(small_net())  # SGD with momentum
     use_traced_steps(traced, x, y)
