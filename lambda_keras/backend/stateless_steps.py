@@ -28,19 +28,24 @@ def trace_safe_keras():
     traced: random draws from PyTorch's generator instead of one built from a ``SeedGenerator``'s
     state, ``keras.ops.cond`` on a tensor as a selection between both branches, and
     ``torch._foreach_add_`` with a tensor ``alpha`` (Keras' SGD and Adadelta pass the learning
-    rate so) as a multiply-add on the device."""
+    rate so) as a multiply-add on the device, and Keras' Nadam's ``convert_to_numpy`` of its
+    momentum schedule's product as that tensor itself."""
     import torch
     from keras.src.backend.torch import core, random
+    from keras.src.backend.torch.optimizers import torch_nadam
 
     with _TRACING:  # one trace at a time: each restores what it replaced
-        saved = random.torch_seed_generator, core.cond, torch._foreach_add_
+        saved = random.torch_seed_generator, core.cond, torch._foreach_add_, torch_nadam.core
         random.torch_seed_generator = _global_generator
         core.cond = _select
         torch._foreach_add_ = _foreach_add_on_the_device(torch._foreach_add_)
+        torch_nadam.core = _TensorsKept(core)
         try:
             yield
         finally:
-            random.torch_seed_generator, core.cond, torch._foreach_add_ = saved
+            (
+                random.torch_seed_generator, core.cond, torch._foreach_add_, torch_nadam.core
+            ) = saved
 
 
 def _global_generator(seed):
@@ -70,6 +75,23 @@ def _foreach_add_on_the_device(foreach_add_):
         return foreach_add_(tensors, *args, **kwargs)
 
     return add_
+
+
+class _TensorsKept:
+    """Keras' PyTorch ``core`` module as its Nadam sees it while a step is traced:
+    ``convert_to_numpy`` hands a tensor back as it is. Nadam divides its moments by
+    ``1 - convert_to_numpy(u_product)`` (a float32 scalar, read on the host at every step); the
+    tensor ``1 - u_product`` gives ``torch._foreach_div`` the same float32 divisor on the
+    device."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def convert_to_numpy(self, x):
+        return x if is_tensor(x) else self._core.convert_to_numpy(x)
 
 
 def _select(pred, true_fn, false_fn):

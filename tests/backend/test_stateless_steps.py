@@ -1,7 +1,8 @@
 """The stateless steps' trace on PyTorch (lambda_keras/backend/stateless_steps.py): Keras'
 optimizers read nothing on the host in a traced training step (SGD and Adadelta pass the
-learning rate to ``torch._foreach_add_`` as ``alpha``, which PyTorch reads as a number) and
-train as Keras' eager step does. Runs in the PyTorch child of tests/test_backends.py."""
+learning rate to ``torch._foreach_add_`` as ``alpha``, which PyTorch reads as a number; Nadam
+reads its momentum schedule's product with ``convert_to_numpy``) and train as Keras' eager step
+does. Runs in the PyTorch child of tests/test_backends.py."""
 
 import keras
 import numpy as np
@@ -12,6 +13,7 @@ from tests.backend.test_torch_compiled_step import (
     assert_same_variables,
     batch,
     compiled,
+    exactly,
     small_net,
     use_traced_steps,
     without_the_host_read_replacement,
@@ -29,6 +31,7 @@ OPTIMIZERS = {
     "adadelta": lambda: keras.optimizers.Adadelta(1.0),
     "adamw": lambda: keras.optimizers.AdamW(1e-3),
     "rmsprop": lambda: keras.optimizers.RMSprop(1e-3, momentum=0.9, centered=True),
+    "nadam": lambda: keras.optimizers.Nadam(1e-3),
 }
 
 
@@ -43,11 +46,11 @@ def test_a_traced_training_step_reads_nothing_on_the_host(name):
         expected = eager.train_on_batch(x, y, return_dict=True)
         np.testing.assert_allclose(
             list(traced.train_on_batch(x, y, return_dict=True).values()),
-            list(expected.values()), rtol=1e-5,
+            list(expected.values()), **exactly(),
         )
     step = traced.train_function
     assert (step.compiles, step.eager_reason, step.host_reads) == (1, None, 0)
-    assert_same_variables(eager, traced, rtol=1e-5, atol=1e-6)
+    assert_same_variables(eager, traced, **exactly())
 
 
 @on_torch
@@ -92,13 +95,40 @@ def test_foreach_add_with_a_tensor_alpha_adds_the_product(alpha_dtype):
 
 
 @on_torch
-def test_the_replacement_lasts_only_while_a_step_is_traced():
+def test_the_replacements_last_only_while_a_step_is_traced():
     import torch
+    from keras.src.backend.torch import core
+    from keras.src.backend.torch.optimizers import torch_nadam
 
-    original = torch._foreach_add_
+    def replaced():
+        return torch._foreach_add_, torch_nadam.core
+
+    original = replaced()
+    assert original[1] is core
     with stateless_steps.trace_safe_keras():
-        assert torch._foreach_add_ is not original
-    assert torch._foreach_add_ is original
+        assert all(a is not b for a, b in zip(replaced(), original, strict=True))
+        tensor = torch.tensor(0.25)
+        assert torch_nadam.core.convert_to_numpy(tensor) is tensor  # kept on the device
+        assert torch_nadam.core.convert_to_numpy(0.5) == 0.5
+        assert torch_nadam.core.cast is core.cast  # the rest of the module as it is
+    assert replaced() == original
     with pytest.raises(RuntimeError, match="inside"), stateless_steps.trace_safe_keras():
         raise RuntimeError("inside")
-    assert torch._foreach_add_ is original
+    assert replaced() == original
+
+
+@on_torch
+def test_without_the_replacement_nadam_cannot_be_traced(monkeypatch):
+    """What the replacement removes: Keras' Nadam reads its momentum schedule's product with
+    ``convert_to_numpy``, which a traced step cannot do, so its step ran eagerly."""
+    from keras.src.backend.torch import core
+    from keras.src.backend.torch.optimizers import torch_nadam
+
+    monkeypatch.setattr(stateless_steps, "_TensorsKept", lambda module: core)
+    assert torch_nadam.core is core
+    x, y = batch(8)
+    traced = compiled(small_net(), keras.optimizers.Nadam(1e-3))
+    use_traced_steps(traced, x, y)
+    with pytest.warns(UserWarning, match=r"train step runs eagerly.*\.numpy\(\) is not supp"):
+        traced.train_on_batch(x, y)
+    assert ".numpy()" in traced.train_function.eager_reason
