@@ -47,16 +47,19 @@ def hub(tmp_path, monkeypatch):
         yield local
 
 
-def zoo_predictions(architecture: str, photo: np.ndarray) -> tuple[np.ndarray, ...]:
-    """What the zoo's documented recipe gives: the preprocessed photo (its evaluation crop),
-    and the probabilities and final feature map of ``get_model(architecture,
+def zoo_predictions(architecture: str, photos: list[np.ndarray]) -> list[tuple[np.ndarray, ...]]:
+    """What the zoo's documented recipe gives on each photo: the preprocessed photo (its
+    evaluation crop), and the probabilities and final feature map of ``get_model(architecture,
     weights="imagenet")`` on it."""
     spec = IMAGENET[architecture]
     model = zoo.get_model(architecture, weights="imagenet")
-    crop = preprocessing.eval_image(photo, spec.input_size, spec.crop_fraction)
-    image = zoo.applications.preprocess_input(np.array(crop))[None]
     features = keras.Model(model.input, model.get_layer("features").output)
-    return image, numpy(model(image)), numpy(features(image))
+    found = []
+    for photo in photos:
+        crop = preprocessing.eval_image(photo, spec.input_size, spec.crop_fraction)
+        image = zoo.applications.preprocess_input(np.array(crop))[None]
+        found.append((image, numpy(model(image)), numpy(features(image))))
+    return found
 
 
 @pytest.mark.parametrize(
@@ -84,8 +87,10 @@ def test_keras_hub_s_loaders_give_get_model_s_predictions_on_real_photos(
     assert type(family) is type(classifier)
     assert type(type(classifier).from_preset(Path(directory))) is type(classifier)
     assert type(classifier).backbone_cls is type(backbone)
-    for photo in photos():
-        image, expected, features = zoo_predictions(architecture, photo)
+    shapes = photos()
+    for photo, (image, expected, features) in zip(
+        shapes, zoo_predictions(architecture, shapes), strict=True
+    ):
         got = classifier.predict(photo[None], verbose=0)  # keras-hub crops it in tf.data
         np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-6)
         assert got.argmax() == expected.argmax()
