@@ -16,7 +16,8 @@ build reproducible). Where a weights file replaces the values at once (``overwri
 random initializers give zeros: no draw at all. Keras' own code computes the parameters (fans,
 scales); only the draws move to the host.
 
-The project's builders use it (the zoo's, the Mask R-CNN's); a user's own Keras model built
+The project's builders use it (the zoo's, the Mask R-CNN's), and so does loading a saved zoo
+model (``ZooModel.from_config``); a user's own Keras model built
 outside them is initialised by Keras as before, in every thread. Keras' own functions run where
 a value is traced (a symbolic build reading an uninitialised variable, Keras' sharded
 initialisation under ``jax.jit`` on many devices) and for integer dtypes. TensorFlow and

@@ -56,6 +56,15 @@ class ZooModel(CompiledSteps, keras.Model):
         True
     """
 
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        """Keras' functional ``from_config`` (``keras.saving.load_model`` builds the model
+        with it, then loads the weights), its layers initialised on the host on JAX
+        ([`initial_values_on_host`][lambda_keras.backend.host_initializers.initial_values_on_host]:
+        Keras' distributions, no compile per weight shape), as the zoo's builders do."""
+        with initial_values_on_host():
+            return super().from_config(config, custom_objects=custom_objects)
+
 
 @dataclasses.dataclass(frozen=True)
 class ApplicationArgs:

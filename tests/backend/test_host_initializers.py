@@ -158,6 +158,25 @@ def test_the_zoo_and_the_mask_rcnn_build_without_compiling():
     assert compiles[0] <= 2  # a dtype conversion, once per shape
 
 
+@on_jax
+def test_a_saved_zoo_model_loads_without_compiling(tmp_path):
+    """``keras.saving.load_model`` rebuilds a zoo model from its configuration before it loads
+    the weights: before, 82 compiles for a LambdaResNet-50 at width 0.125 (15.8 s of it on a
+    2-core CPU, 1.7 s after)."""
+    from lambda_keras import zoo
+
+    model = zoo.LambdaResNet50(
+        width_multiplier=0.125, input_shape=(32, 32, 3), classes=4, weights=None
+    )
+    model.save(tmp_path / "model.keras")
+    compiles = _compiles()
+    loaded = keras.saving.load_model(tmp_path / "model.keras")
+    assert compiles[0] <= 2  # a dtype conversion, once per shape
+    assert type(loaded) is zoo.ZooModel
+    for mine, saved in zip(loaded.weights, model.weights, strict=True):
+        np.testing.assert_array_equal(mine.numpy(), saved.numpy(), err_msg=saved.path)
+
+
 @pytest.mark.backends("tensorflow", "torch")
 def test_other_backends_keep_keras_initializers():
     keras_random = random_initializers.random
