@@ -80,9 +80,9 @@ def _foreach_add_on_the_device(foreach_add_):
 class _TensorsKept:
     """Keras' PyTorch ``core`` module as its Nadam sees it while a step is traced:
     ``convert_to_numpy`` hands a tensor back as it is. Nadam divides its moments by
-    ``1 - convert_to_numpy(u_product)`` (a float32 scalar, read on the host at every step); the
-    tensor ``1 - u_product`` gives ``torch._foreach_div`` the same float32 divisor on the
-    device."""
+    ``1 - convert_to_numpy(u_product)`` (a scalar in the variables' dtype, read on the host at
+    every step); the tensor ``1 - u_product`` gives ``torch._foreach_div`` the same divisor on
+    the device."""
 
     def __init__(self, core):
         self._core = core
