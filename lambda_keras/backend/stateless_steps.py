@@ -17,6 +17,8 @@ import threading
 
 import keras
 
+from lambda_keras.backend.host_initializers import _Delegate
+
 __all__ = ["STEPS", "clone", "has_values", "is_tensor", "trace_safe_keras"]
 
 _TRACING = threading.Lock()
@@ -39,7 +41,7 @@ def trace_safe_keras():
         random.torch_seed_generator = _global_generator
         core.cond = _select
         torch._foreach_add_ = _foreach_add_on_the_device(torch._foreach_add_)
-        torch_nadam.core = _TensorsKept(core)
+        torch_nadam.core = _tensors_kept(core)
         try:
             yield
         finally:
@@ -77,21 +79,17 @@ def _foreach_add_on_the_device(foreach_add_):
     return add_
 
 
-class _TensorsKept:
+def _tensors_kept(core):
     """Keras' PyTorch ``core`` module as its Nadam sees it while a step is traced:
     ``convert_to_numpy`` hands a tensor back as it is. Nadam divides its moments by
     ``1 - convert_to_numpy(u_product)`` (a scalar in the variables' dtype, read on the host at
     every step); the tensor ``1 - u_product`` gives ``torch._foreach_div`` the same divisor on
     the device."""
 
-    def __init__(self, core):
-        self._core = core
+    def convert_to_numpy(x):
+        return x if is_tensor(x) else core.convert_to_numpy(x)
 
-    def __getattr__(self, name):
-        return getattr(self._core, name)
-
-    def convert_to_numpy(self, x):
-        return x if is_tensor(x) else self._core.convert_to_numpy(x)
+    return _Delegate(core, convert_to_numpy=convert_to_numpy)
 
 
 def _select(pred, true_fn, false_fn):

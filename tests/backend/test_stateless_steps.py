@@ -121,7 +121,7 @@ def test_the_replacements_last_only_while_a_step_is_traced():
 def test_without_the_replacement_nadam_cannot_be_traced(monkeypatch):
     """What the replacement removes: Keras' Nadam reads its momentum schedule's product with
     ``convert_to_numpy``, which a traced step cannot do, so its step ran eagerly."""
-    monkeypatch.setattr(stateless_steps, "_TensorsKept", lambda module: module)  # Keras' own
+    monkeypatch.setattr(stateless_steps, "_tensors_kept", lambda module: module)  # Keras' own
     x, y = batch(8)
     traced = compiled(small_net(), keras.optimizers.Nadam(1e-3))
     use_traced_steps(traced, x, y)
