@@ -40,7 +40,7 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 from arguments import positive_int  # noqa: E402
-from results import Table, add_output_argument, measured_on, write  # noqa: E402
+from results import Table, add_output_argument, device_name, measured_on, write  # noqa: E402
 from timing import page_faults  # noqa: E402
 
 SYSTEMS = ("timm", "eager", "compiled")
@@ -49,6 +49,9 @@ MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagrap
 (``compiled`` alone: the project's choice for the device)."""
 MODELS = ("lambda_resnet50ts", "keras_resnet50")
 POLICIES = ("float32", "bfloat16", "float16")
+PAGE_FAULTS = "page faults / train step"
+"""A column on a CPU only: the host memory a step touches anew is what a CPU's step time turns
+on; a GPU's steps keep their tensors in the device's memory."""
 GLIBC_HEAP = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "4294967296"}
 """``--glibc-heap``: glibc's allocator keeps buffers of up to 32 MiB in its heap and the heap's
 free memory (4 GiB) instead of mapping each large buffer anew and returning it to the operating
@@ -197,6 +200,7 @@ def make_table(args) -> Table:
     import importlib.metadata
 
     where = measured_on()
+    faults = [PAGE_FAULTS] if device_name() == "cpu" else []
     return Table(
         "torch_steps",
         f"PyTorch steps (img/s): timm's model in eager PyTorch, the project's on Keras "
@@ -216,9 +220,9 @@ def make_table(args) -> Table:
             "first inference (s)",
             "graphs",
             "graph breaks",
-            "page faults / train step",
+            *faults,
         ],
-        digits=[0, 0, 1, 1, 2, 2, 1, 1, 0, 0, 0],
+        digits=[0, 0, 1, 1, 2, 2, 1, 1, 0, 0] + [0] * len(faults),
         labels=2,
     )
 
@@ -242,9 +246,10 @@ def measure(args, table: Table, kernels: Table) -> None:
             ratios = [
                 reference[k] / row[k] if reference and row[k] else None for k in ("train", "infer")
             ]
+            faults = [row.get("faults")] if PAGE_FAULTS in table.columns else []
             table.add(
                 name, system, row["train"], row["infer"], *ratios, row["first_train"],
-                row["first_infer"], row.get("graphs"), row.get("breaks"), row.get("faults"),
+                row["first_infer"], row.get("graphs"), row.get("breaks"), *faults,
             )
             for reason in row.get("eager", []):
                 table.note(f"{name} {system}: ran eagerly, {reason}")

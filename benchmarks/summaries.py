@@ -433,6 +433,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_h100/torch_steps": torch_steps(1.25),
     "torch_steps_h100_cudagraphs/torch_steps": torch_steps(1.25),
     "torch_steps_h100_cudagraphs/kernels": kernel_share,
+    "torch_steps_h200/torch_steps": torch_steps(1.25),
+    "torch_steps_h200/kernels": kernel_share,
     "layer_ops/ops": layer_ops,
     "detection_h100/inference": against("torchvision", "time per photo"),
     "detection_h100_eager/inference": against("torchvision", "time per photo"),

@@ -3,16 +3,18 @@
 #   OUT=<dir> bash benchmarks/torch_gpu.sh [seconds, default 520]
 # One after another (nothing else computes while a part is timed), each bounded by what is left
 # of the budget:
-# 0. The test that the training step records and replays as CUDA graphs (reduce-overhead) on a
-#    small network ($OUT/cuda_graphs_test.log): under a minute, so it comes first.
+# 0. The tests of the compiled steps on the GPU ($OUT/compiled_step_tests.log): the training
+#    step, fit with validation, predict, random layers, detect and Mask R-CNN's training replayed
+#    as CUDA graphs (reduce-overhead; skipped without a GPU), and the rest of those two files.
 # 1. bench_torch_steps.py: timm's lambda_resnet50ts in eager PyTorch, then the project's
 #    LambdaResNet50TS with its steps compiled as CUDA graphs (reduce-overhead), then with
 #    torch.compile's default mode if the first rows left time; batch 64, 256 px, bfloat16; each
-#    row's kernels (torch.profiler) in $OUT/profile_*.txt.
-# 2. bench_detection.py's inference table: the converted maskrcnn_resnet50_fpn on Keras' PyTorch
+#    row's kernels (torch.profiler) in $OUT/profiles.tgz (one file: the device tool brings back
+#    at most 8).
+# 2. The tests of detect and of tensors that must not reach NumPy, on the GPU
+#    ($OUT/gpu_tests.log). Each failure's report in $OUT/failures.txt as it happens.
+# 3. bench_detection.py's inference table: the converted maskrcnn_resnet50_fpn on Keras' PyTorch
 #    backend (detect compiled, the default on a GPU) against torchvision's own model.
-# 3. The tests of the compiled steps, of Mask R-CNN compiled and of tensors that must not reach
-#    NumPy, on the GPU ($OUT/gpu_tests.log).
 # 4. The same detection table with Keras' eager steps (LAMBDA_KERAS_TORCH_COMPILE=0).
 # The device machine has no TensorFlow; Keras, namex and optree travel as wheels in .whl (see
 # ../.library/device/README.md). TINY=1: tiny sizes on a CPU with the Python on PATH and its
@@ -30,6 +32,9 @@ else
   export PYTHONPATH=$PWD
 fi
 export KERAS_BACKEND=torch PYTHONUNBUFFERED=1 TF_CPP_MIN_LOG_LEVEL=2
+# Each failing test's report as it happens (tests/failures_file.py): a part stopped at its
+# time limit prints no summary.
+export LAMBDA_KERAS_FAILURES_FILE=$out/failures.txt
 log=$out/log.txt
 mkdir -p "$out"
 { nvidia-smi -L 2>/dev/null; python3 -c "import keras, torch, torchvision, timm; print('keras',
@@ -59,28 +64,27 @@ part() {  # $1: seconds to keep for the parts after it; $2: the log; the rest: t
   [ "$status" -eq 0 ] || failed=1
 }
 
-cuda_graphs_test=tests/backend/test_torch_compiled_step.py::test_on_a_gpu_the_training_step_replays_as_cuda_graphs
-part 400 "$out/cuda_graphs_test.log" python3 -c "
+# pytest in this Python without TensorFlow (not on the device machine; nothing here needs it).
+tests() {  # $1: seconds to keep; $2: the log; the rest: pytest's arguments
+  local keep=$1 log=$2; shift 2
+  part "$keep" "$log" python3 -c "
 import sys
-sys.modules['tensorflow'] = None  # not on the device machine
+sys.modules['tensorflow'] = None
 import pytest
-sys.exit(pytest.main(['-n', '0', '-p', 'no:cacheprovider', '-q', '-p', 'no:logging', '-rs',
-    '$cuda_graphs_test']))
-"
-part 200 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
-  --systems timm compiled:reduce-overhead compiled:default --max-seconds=150 \
-  --profile="$out" --output="$out/torch_steps.json"
-part 120 "$log" env LAMBDA_KERAS_TORCH_COMPILE=auto python3 benchmarks/bench_detection.py \
+sys.exit(pytest.main(['-p', 'no:cacheprovider', '-q', '-p', 'no:logging', '-rs'] + sys.argv[1:]))
+" "$@"
+}
+tests 330 "$out/compiled_step_tests.log" -m "$tests_marker" -n 4 \
+  tests/backend/test_torch_compiled_step.py tests/detection/test_mask_rcnn_compiled.py
+part 130 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
+  --systems timm compiled:reduce-overhead compiled:default --max-seconds=250 \
+  --profile="$out/profiles" --output="$out/torch_steps.json"
+# One file for the profiles: the device tool brings back at most 8 files.
+[ -d "$out/profiles" ] && tar -czf "$out/profiles.tgz" -C "$out" profiles && rm -r "$out/profiles"
+tests 0 "$out/gpu_tests.log" -m "$tests_marker" -n 3 tests/test_device_tensors.py \
+  tests/detection/test_detect.py
+part 60 "$log" env LAMBDA_KERAS_TORCH_COMPILE=auto python3 benchmarks/bench_detection.py \
   --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection.json"
-part 60 "$out/gpu_tests.log" python3 -c "
-import sys
-sys.modules['tensorflow'] = None  # not on the device machine; nothing here may need it
-import pytest
-sys.exit(pytest.main(['-m', '$tests_marker', '-n', '3', '-p', 'no:cacheprovider', '-q',
-    '-p', 'no:logging', 'tests/test_device_tensors.py', 'tests/detection/test_detect.py',
-    'tests/detection/test_mask_rcnn_compiled.py', 'tests/backend/test_torch_compiled_step.py',
-    '--deselect', '$cuda_graphs_test']))  # part 0 ran it
-"
 part 0 "$log" env LAMBDA_KERAS_TORCH_COMPILE=0 python3 benchmarks/bench_detection.py \
   --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection_eager.json"
 exit $failed

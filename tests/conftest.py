@@ -24,6 +24,8 @@ import lambda_keras  # noqa: E402, F401
 # isort: split
 import keras  # noqa: E402  after the environment it reads
 
+from tests.failures_file import pytest_runtest_logreport  # noqa: E402, F401  a hook
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _temporary_files_under_basetemp(tmp_path_factory):

@@ -21,18 +21,21 @@ shapes and dtypes). On one H100 the port of timm's LambdaResNet-50 trained 3.5 t
 inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind of machine:
 ``benchmarks/bench_torch_steps.py``, the benchmarks page).
 
-CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default. On PyTorch
+CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default yet. On PyTorch
 2.11 and an H100 the prediction step of the port of timm's LambdaResNet-50 replayed as CUDA
 graphs at 1.8 times the images/s of timm's eager model; its training step compiled and ran once,
 then failed at its second call, where the graphs record. On an H200 the cause showed: the traced
 step read SGD's learning rate on the host (Keras passes it to ``torch._foreach_add_`` as a
 tensor ``alpha``), and CUDA graphs refuse the number where they record (an ``AssertionError``
 that PyTorch reports as Dynamo's "Attempt to trace generator"). The trace now multiplies by it
-on the device instead; a step that still reads a value on the host
-(``CompiledStep.host_reads``) compiles without CUDA graphs, after one warning. A step that fails
-with CUDA graphs is compiled again in the same mode without them (``reduce-overhead``:
-``default``; ``max-autotune``: ``max-autotune-no-cudagraphs``), after one warning; a step whose
-graph fails without CUDA graphs runs eagerly from then on, after one warning.
+on the device instead, and on a later H200 run both steps replayed as CUDA graphs, faster than
+timm's eager model (the benchmarks page); ``fit`` with validation, random layers and Mask
+R-CNN under CUDA graphs have GPU-only tests not yet run on one. A step that still reads a value
+on the host (``CompiledStep.host_reads``) compiles without CUDA graphs, after one warning. A step
+that fails with CUDA graphs is compiled again in the same mode without them
+(``reduce-overhead``: ``default``; ``max-autotune``: ``max-autotune-no-cudagraphs``), after one
+warning; a step whose graph fails without CUDA graphs runs eagerly from then on, after one
+warning.
 
 Where it differs from Keras' eager step:
 

@@ -411,11 +411,13 @@ def test_a_layer_frozen_after_a_step_changes_the_graph_or_the_step_says_why():
     with pytest.warns(UserWarning, match="runs eagerly.*optimizer was built with 12 variables"):
         traced.train_on_batch(x, y)
     assert_same_variables(eager, traced, **exactly())
-    np.testing.assert_array_equal(eager.predict(x, verbose=0), traced.predict(x, verbose=0))
+    np.testing.assert_allclose(
+        eager.predict(x, verbose=0), traced.predict(x, verbose=0), **exactly()
+    )
     for model in (eager, traced):  # compiled again with a new optimizer: one graph again
         compiled(model, jit_compile=model is traced)
     use_traced_steps(traced, x, y)
-    assert traced.train_on_batch(x, y) == eager.train_on_batch(x, y)
+    np.testing.assert_allclose(traced.train_on_batch(x, y), eager.train_on_batch(x, y), **exactly())
     assert traced.train_function.compiles == 1 and traced.train_function.eager_reason is None
     assert_same_variables(eager, traced, **exactly())
 
@@ -469,11 +471,12 @@ def fail_from_now_on(step) -> None:
     step._graphs = dict.fromkeys(step._graphs, failing)
 
 
-def traced_in_mode(mode: str, monkeypatch=None, kind: str = "train"):
+def traced_in_mode(mode: str, monkeypatch=None, kind: str = "train", cuda: bool = True):
     """A small net with traced steps, ``kind``'s in ``mode``; with ``monkeypatch``, its tensors
-    taken for CUDA tensors (the CUDA-graph modes' fallback applies to them only)."""
+    taken for CUDA tensors (the CUDA-graph modes' fallback applies to them only), or with
+    ``cuda=False`` for CPU tensors on any device (a GPU machine's tensors are on its GPU)."""
     if monkeypatch is not None:
-        monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: True)
+        monkeypatch.setattr(torch_compiled_step, "_on_cuda", lambda tensors: cuda)
     x, y = batch()
     model = compiled(small_net())
     use_traced_steps(model, x, y)
@@ -542,9 +545,9 @@ def test_after_the_fallback_known_signatures_compile_again_without_the_new_shape
 
 
 @on_torch
-def test_on_a_cpu_a_failing_graph_in_a_cuda_graph_mode_leaves_the_step_eager():
+def test_on_a_cpu_a_failing_graph_in_a_cuda_graph_mode_leaves_the_step_eager(monkeypatch):
     """Inductor records no CUDA graph for CPU tensors: nothing to compile again without them."""
-    model, step, x, y = traced_in_mode("reduce-overhead")
+    model, step, x, y = traced_in_mode("reduce-overhead", monkeypatch, cuda=False)
     model.train_on_batch(x, y)
     fail_from_now_on(step)
     with pytest.warns(UserWarning, match="runs eagerly on PyTorch"):
@@ -608,7 +611,7 @@ def test_a_step_that_reads_the_host_warns_once_on_a_gpu_only(monkeypatch):
     without_the_host_read_replacement(monkeypatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # on a CPU a read costs no wait: no warning
-        model, step, x, y = traced_in_mode("default")
+        model, step, x, y = traced_in_mode("default", monkeypatch, cuda=False)
         model.train_on_batch(x, y)
     assert step.host_reads == 1
     model, step, x, y = traced_in_mode("default", monkeypatch)  # tensors taken for CUDA's
@@ -622,6 +625,32 @@ def test_a_step_that_reads_the_host_warns_once_on_a_gpu_only(monkeypatch):
     assert (step.compiles, step.host_reads) == (2, 1)
 
 
+def on_a_gpu_with_cuda_graphs(monkeypatch) -> None:
+    """Skips without a GPU (benchmarks/torch_gpu.sh runs these tests on a lent one); sets the
+    models compiled after it to ``reduce-overhead``."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU: benchmarks/torch_gpu.sh runs it on a lent one")
+    monkeypatch.setenv(torch_compiled_step.VARIABLE, "reduce-overhead")
+
+
+def assert_replayed(model, kinds=("train",)) -> None:
+    """Each of ``kinds``' steps compiled once with CUDA graphs, none left out, and no CUDA
+    graph skipped since ``torch._dynamo``'s counters were cleared."""
+    from torch._dynamo.utils import counters
+
+    for kind in kinds:
+        step = getattr(model, f"{kind}_function")
+        assert (step.mode, step.compiles, step.host_reads) == ("reduce-overhead", 1, 0), kind
+        assert (step.cuda_graphs_reason, step.eager_reason) == (None, None), kind
+    assert counters["inductor"]["cudagraph_skips"] == 0
+
+
+def ours(caught) -> list[str]:
+    return [str(w.message) for w in caught if str(w.message).startswith("lambda_keras")]
+
+
 @on_torch
 @pytest.mark.torch_compiled
 def test_on_a_gpu_the_training_step_replays_as_cuda_graphs(monkeypatch):
@@ -629,26 +658,73 @@ def test_on_a_gpu_the_training_step_replays_as_cuda_graphs(monkeypatch):
     call and replays them after, one compiled graph without a fallback, and trains as Keras'
     eager step does. PyTorch 2.11 on an H200 failed where it records while SGD's learning rate
     was read on the host. Skipped without a GPU (benchmarks/torch_gpu.sh runs it on one)."""
-    import torch
     from torch._dynamo.utils import counters
 
-    if not torch.cuda.is_available():
-        pytest.skip("needs a GPU: benchmarks/torch_gpu.sh runs it on a lent one")
     x, y = batch(8)
     eager = compiled(small_net(), jit_compile=False)
-    monkeypatch.setenv(torch_compiled_step.VARIABLE, "reduce-overhead")
+    on_a_gpu_with_cuda_graphs(monkeypatch)
     model = compiled(small_net())
     counters.clear()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         losses = [model.train_on_batch(x, y) for _ in range(5)]
-    assert not [w for w in caught if str(w.message).startswith("lambda_keras")]
-    step = model.train_function
-    assert (step.mode, step.compiles, step.host_reads) == ("reduce-overhead", 1, 0)
-    assert (step.cuda_graphs_reason, step.eager_reason) == (None, None)
-    assert counters["inductor"]["cudagraph_skips"] == 0
+    assert not ours(caught)
+    assert_replayed(model)
     np.testing.assert_allclose(losses, [eager.train_on_batch(x, y) for _ in range(5)], rtol=1e-4)
     assert_same_variables(eager, model, rtol=1e-4, atol=1e-5)
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_on_a_gpu_fit_with_validation_and_predict_replay_as_cuda_graphs(monkeypatch):
+    """``fit`` alternates the training and the evaluation step's CUDA graphs (validation after
+    each epoch) and reads each step's logs before the next replay overwrites them; ``predict``
+    replays its own. The same history and predictions as Keras' eager steps. Skipped without a
+    GPU."""
+    from torch._dynamo.utils import counters
+
+    x, y = batch(16)
+    validation = batch(8, seed=1)
+    eager = compiled(small_net(), jit_compile=False)
+    on_a_gpu_with_cuda_graphs(monkeypatch)
+    model = compiled(small_net())
+    counters.clear()
+    options = {"batch_size": 4, "epochs": 2, "validation_data": validation, "shuffle": False}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        history = model.fit(x, y, verbose=0, **options).history
+        predictions = model.predict(validation[0], batch_size=4, verbose=0)
+    assert not ours(caught)
+    assert_replayed(model, ("train", "test", "predict"))
+    expected = eager.fit(x, y, verbose=0, **options).history
+    for key in ("loss", "val_loss"):
+        np.testing.assert_allclose(history[key], expected[key], rtol=1e-3, err_msg=key)
+    np.testing.assert_allclose(
+        predictions, eager.predict(validation[0], batch_size=4, verbose=0), rtol=1e-3, atol=1e-4
+    )
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_on_a_gpu_random_layers_draw_anew_at_each_replay(monkeypatch):
+    """Dropout and stochastic depth inside a replayed CUDA graph: a new draw each step (no mask
+    frozen into the recording), the same draws again under the same seed. Skipped without a
+    GPU."""
+    from torch._dynamo.utils import counters
+
+    x, y = batch(8)
+    on_a_gpu_with_cuda_graphs(monkeypatch)
+
+    def losses():
+        model = compiled(small_net(rate=0.5), keras.optimizers.SGD(0.0))
+        keras.utils.set_random_seed(7)
+        return model, [model.train_on_batch(x, y, return_dict=True)["loss"] for _ in range(5)]
+
+    counters.clear()
+    model, first = losses()
+    assert_replayed(model)
+    assert len(set(first)) == 5  # weights do not move (learning rate 0): only the draws
+    np.testing.assert_allclose(losses()[1], first, rtol=1e-4)  # cuDNN's rounding apart
 
 
 @on_torch

@@ -126,3 +126,30 @@ def test_a_compiled_row_that_kept_glibc_s_buffers_says_so(monkeypatch, tmp_path)
         "lambda_resnet50ts compiled: glibc's large buffers kept in its heap by the compiled steps "
         "(lambda_keras.backend.glibc_heap)"
     ]
+
+
+@pytest.mark.torch()  # the title names PyTorch's version
+def test_page_faults_are_a_column_on_a_cpu_only(monkeypatch, tmp_path):
+    """The host's page faults per training step: what a CPU's step time turns on; a GPU's table
+    leaves the column out (its steps keep their tensors on the device)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    import bench_torch_steps
+
+    real_run = subprocess.run
+
+    def fake_run(command, *args, **options):
+        if "--child" not in command:  # git, for the results file's provenance
+            return real_run(command, *args, **options)
+        row = {"train": 1.0, "infer": 2.0, "first_train": 1.0, "first_infer": None, "faults": 3}
+        return subprocess.CompletedProcess(command, 0, stdout=json.dumps(row), stderr="")
+
+    monkeypatch.setattr(bench_torch_steps.subprocess, "run", fake_run)
+    tables = {}
+    for device in ("cpu", "1 x NVIDIA H200"):
+        monkeypatch.setattr(bench_torch_steps, "device_name", lambda device=device: device)
+        output = tmp_path / f"{len(tables)}.json"
+        bench_torch_steps.main(["--systems", "timm", f"--output={output}"])
+        tables[device] = json.loads(output.read_text())["tables"]["torch_steps"]
+    cpu, gpu = tables["cpu"], tables["1 x NVIDIA H200"]
+    assert cpu["columns"][-1] == bench_torch_steps.PAGE_FAULTS and cpu["rows"][0][-1] == 3
+    assert gpu["columns"] == cpu["columns"][:-1] and gpu["rows"][0] == cpu["rows"][0][:-1]

@@ -5,6 +5,8 @@ random draws (the RoI and anchor samplers); NMS is one operator of static shape 
 per canvas); Inductor compiles each step once without graph breaks (`-m slow`). Run in the
 PyTorch child of tests/test_backends.py."""
 
+import warnings
+
 import keras
 import numpy as np
 import pytest
@@ -12,7 +14,12 @@ import pytest
 from lambda_keras.backend import torch_compiled_step
 from lambda_keras.backend.compiled_steps import CompiledSteps
 from lambda_keras.detection import MaskRCNN, TorchvisionTransform, detect
-from tests.backend.test_torch_compiled_step import use_traced_steps
+from tests.backend.test_torch_compiled_step import (
+    assert_replayed,
+    on_a_gpu_with_cuda_graphs,
+    ours,
+    use_traced_steps,
+)
 from tests.detection.tiny import TINY_HEADS, synthetic_batch, tiny_detector, tiny_valid_backbone
 
 on_torch = pytest.mark.backends("torch")
@@ -117,6 +124,7 @@ def test_fit_compiles_once_and_the_scripts_callback_says_how_long_it_took():
 @on_torch
 def test_nms_is_one_operator_of_static_shape_in_a_trace():
     import torch
+    from torch._inductor.utils import is_cudagraph_unsafe_fx_node
     from torch.fx.experimental.proxy_tensor import make_fx
 
     from lambda_keras.detection import ops
@@ -130,8 +138,12 @@ def test_nms_is_one_operator_of_static_shape_in_a_trace():
         return ops.nms(boxes, scores, 30, iou_threshold=0.3)
 
     graph = make_fx(keep, tracing_mode="fake")(boxes, scores)
-    calls = [n.target for n in graph.graph.nodes if n.op == "call_function"]
-    assert calls.count(torch.ops.lambda_keras.padded_nms.default) == 1
+    calls = [n for n in graph.graph.nodes if n.op == "call_function"]
+    nms = [n for n in calls if n.target == torch.ops.lambda_keras.padded_nms.default]
+    assert len(nms) == 1
+    # Inductor's own test of a node that CUDA graphs cannot record (it reads the host): with
+    # CUDA graphs, the step's graph is partitioned around it.
+    assert is_cudagraph_unsafe_fx_node(nms[0])
     for traced, expected in zip(graph(boxes, scores), keep(boxes, scores), strict=True):
         assert tuple(traced.shape) == (2, 30)
         np.testing.assert_array_equal(traced.cpu().numpy(), expected.cpu().numpy())
@@ -170,6 +182,43 @@ def test_detect_pads_to_a_few_canvases_where_predict_compiles(monkeypatch):
         for key in ("boxes", "scores"):
             np.testing.assert_allclose(found[key], expected[key], rtol=1e-4, atol=1e-3)
         assert np.mean(found["masks"] != expected["masks"]) < 1e-3
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_on_a_gpu_detect_and_training_replay_as_cuda_graphs(monkeypatch):
+    """Under ``reduce-overhead``: ``detect`` replays one CUDA graph per canvas and finds what
+    Keras' eager predict finds; training steps replay theirs with the RoI and anchor samplers
+    inside, their losses finite. Skipped without a GPU (benchmarks/torch_gpu.sh)."""
+    from torch._dynamo.utils import counters
+
+    on_a_gpu_with_cuda_graphs(monkeypatch)
+    keras.utils.set_random_seed(2)
+    heads = {**TINY_HEADS, "max_detections": 5, "score_threshold": 0.0}
+    transform = TorchvisionTransform(min_size=64, max_size=200)
+    model = MaskRCNN(tiny_valid_backbone(), num_classes=3, transform=transform, **heads)
+    rng = np.random.default_rng(1)
+    photos = [rng.integers(0, 256, (*shape, 3), dtype="uint8") for shape in [(60, 100), (100, 60)]]
+    counters.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        found = [detect(model, photo) for photo in photos * 2]  # each canvas twice: a replay
+    assert len(ours(caught)) == 1 and "new input signature" in ours(caught)[0], ours(caught)
+    step = model.predict_function
+    assert (step.mode, step.compiles, step.eager_reason) == ("reduce-overhead", 2, None)
+    assert step.cuda_graphs_reason is None and counters["inductor"]["cudagraph_skips"] == 0
+    model.jit_compile, model.predict_function = False, None  # Keras' eager predict
+    for photo, got in zip(photos * 2, found, strict=True):
+        expected = detect(model, photo)
+        assert int(got["num_detections"]) == int(expected["num_detections"]) > 0
+        np.testing.assert_allclose(got["boxes"], expected["boxes"], rtol=1e-3, atol=1e-2)
+    x, y = synthetic_batch()
+    trainee = tiny_detector()
+    trainee.compile(keras.optimizers.SGD(0.01, momentum=0.9))
+    counters.clear()
+    losses = [trainee.train_on_batch(x, y, return_dict=True)["loss"] for _ in range(4)]
+    assert_replayed(trainee)
+    assert np.isfinite(losses).all(), losses
 
 
 @on_torch

@@ -28,13 +28,19 @@ def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
 
     One operator of PyTorch's (``lambda_keras::padded_nms``) whose results have that static
     shape whatever the boxes: a compiled step's trace holds it as one node and calls the
-    kernel when it runs, where the kernel's own variable-length result cannot be traced."""
+    kernel when it runs, where the kernel's own variable-length result cannot be traced. It
+    reads each image's kept count on the host (``torch.nonzero``), which no CUDA graph can
+    record: it carries PyTorch's ``cudagraph_unsafe`` tag, so Inductor's CUDA graphs
+    (``reduce-overhead``) record the step's kernels before and after it and call it between
+    their replays (Inductor's graph partitions)."""
     return torch.ops.lambda_keras.padded_nms(
         boxes.detach(), alive, int(max_output_size), float(iou_threshold)
     )
 
 
-@torch.library.custom_op("lambda_keras::padded_nms", mutates_args=())
+@torch.library.custom_op(
+    "lambda_keras::padded_nms", mutates_args=(), tags=(torch.Tag.cudagraph_unsafe,)
+)
 def _padded_nms(
     boxes: torch.Tensor, alive: torch.Tensor, max_output_size: int, iou_threshold: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
