@@ -9,9 +9,9 @@ time against timm's (``x timm``: 1.00 or less is at most timm's time), the first
 inference calls alone (the compiled rows trace and compile there, with an empty Inductor cache
 of their own: a user's first run), and for the compiled rows the
 graphs ``torch.compile`` made and its graph breaks (``torch._dynamo``'s counters over the whole
-row: one graph per step, none broken, is the design), and the page faults of one more training
-step (``timing.page_faults``: memory the step touches after the operating system mapped it
-anew). On a CPU the compiled steps keep glibc's large buffers in its heap themselves
+row: one graph per step, none broken, is the design), and on a CPU the page faults of one more
+training step (``timing.page_faults``: memory the step touches after the operating system
+mapped it anew). On a CPU the compiled steps keep glibc's large buffers in its heap themselves
 ([`glibc_heap`][lambda_keras.backend.glibc_heap], a note says so; ``LAMBDA_KERAS_GLIBC_HEAP=0``
 in the environment turns it off); ``--glibc-heap`` runs every row, timm's and Keras' eager
 steps too, with glibc's own variables for the same (``GLIBC_HEAP``). ``--profile=DIR`` then

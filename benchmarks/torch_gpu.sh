@@ -3,16 +3,18 @@
 #   OUT=<dir> bash benchmarks/torch_gpu.sh [seconds, default 520]
 # One after another (nothing else computes while a part is timed), each bounded by what is left
 # of the budget:
-# 0. The tests of the compiled steps on the GPU ($OUT/compiled_step_tests.log): the training
+# 0. The tests that answer what the last GPU run left open ($OUT/first_tests.log): the training
 #    step, fit with validation, predict, random layers, detect and Mask R-CNN's training replayed
-#    as CUDA graphs (reduce-overhead; skipped without a GPU), and the rest of those two files.
+#    as CUDA graphs (reduce-overhead; skipped without a GPU), and the four tests that failed on
+#    the H200 on 2026-11-28 (their reports were lost).
 # 1. bench_torch_steps.py: timm's lambda_resnet50ts in eager PyTorch, then the project's
-#    LambdaResNet50TS with its steps compiled as CUDA graphs (reduce-overhead), then with
-#    torch.compile's default mode if the first rows left time; batch 64, 256 px, bfloat16; each
-#    row's kernels (torch.profiler) in $OUT/profiles.tgz (one file: the device tool brings back
-#    at most 8).
-# 2. The tests of detect and of tensors that must not reach NumPy, on the GPU
-#    ($OUT/gpu_tests.log). Each failure's report in $OUT/failures.txt as it happens.
+#    LambdaResNet50TS compiled in torch.compile's default mode (reduce-overhead was measured on
+#    the H200: benchmarks/results/torch_steps_h200.json); batch 64, 256 px, bfloat16; each row's
+#    kernels (torch.profiler) in $OUT/profiles.tgz (one file: the device tool brings back at
+#    most 8).
+# 2. The rest of the compiled-step tests, and those of detect and of tensors that must not reach
+#    NumPy, on the GPU ($OUT/gpu_tests.log).
+#    Each failing test's report is in $OUT/failures.txt as it happens.
 # 3. bench_detection.py's inference table: the converted maskrcnn_resnet50_fpn on Keras' PyTorch
 #    backend (detect compiled, the default on a GPU) against torchvision's own model.
 # 4. The same detection table with Keras' eager steps (LAMBDA_KERAS_TORCH_COMPILE=0).
@@ -74,15 +76,17 @@ import pytest
 sys.exit(pytest.main(['-p', 'no:cacheprovider', '-q', '-p', 'no:logging', '-rs'] + sys.argv[1:]))
 " "$@"
 }
-tests 330 "$out/compiled_step_tests.log" -m "$tests_marker" -n 4 \
-  tests/backend/test_torch_compiled_step.py tests/detection/test_mask_rcnn_compiled.py
+# First the tests that answer open questions: CUDA graphs' (skipped without a GPU) and those
+# that failed on the last GPU (2026-11-28, H200); one worker per file (pytest's loadscope).
+first="on_a_gpu or frozen_after_a_step or on_a_cpu_a_failing or traced_steps_compute_what_keras"
+compiled_tests=(tests/backend/test_torch_compiled_step.py tests/detection/test_mask_rcnn_compiled.py)
+tests 330 "$out/first_tests.log" -m "$tests_marker" -n 2 -k "$first" "${compiled_tests[@]}"
 part 130 "$log" python3 benchmarks/bench_torch_steps.py "${steps_args[@]}" \
-  --systems timm compiled:reduce-overhead compiled:default --max-seconds=250 \
-  --profile="$out/profiles" --output="$out/torch_steps.json"
+  --systems timm compiled:default --profile="$out/profiles" --output="$out/torch_steps.json"
 # One file for the profiles: the device tool brings back at most 8 files.
 [ -d "$out/profiles" ] && tar -czf "$out/profiles.tgz" -C "$out" profiles && rm -r "$out/profiles"
-tests 0 "$out/gpu_tests.log" -m "$tests_marker" -n 3 tests/test_device_tensors.py \
-  tests/detection/test_detect.py
+tests 60 "$out/gpu_tests.log" -m "$tests_marker" -n 3 -k "not ($first)" "${compiled_tests[@]}" \
+  tests/test_device_tensors.py tests/detection/test_detect.py
 part 60 "$log" env LAMBDA_KERAS_TORCH_COMPILE=auto python3 benchmarks/bench_detection.py \
   --backends=torch --tables=inference "${detection_args[@]}" --output="$out/detection.json"
 part 0 "$log" env LAMBDA_KERAS_TORCH_COMPILE=0 python3 benchmarks/bench_detection.py \

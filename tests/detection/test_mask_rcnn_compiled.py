@@ -102,7 +102,8 @@ def test_the_traced_steps_compute_what_keras_eager_steps_compute(same_draws):
     for kind in ("train", "test", "predict"):
         step = getattr(model, f"{kind}_function")
         assert isinstance(step, torch_compiled_step.CompiledStep)
-        assert (step.compiles, step.eager_reason) == (1, None)
+        # Nothing read on the host (NMS's read is inside its operator): CUDA graphs may record.
+        assert (step.compiles, step.eager_reason, step.host_reads) == (1, None, 0)
 
 
 @on_torch
@@ -203,10 +204,12 @@ def test_on_a_gpu_detect_and_training_replay_as_cuda_graphs(monkeypatch):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         found = [detect(model, photo) for photo in photos * 2]  # each canvas twice: a replay
-    assert len(ours(caught)) == 1 and "new input signature" in ours(caught)[0], ours(caught)
+    warned = ours(caught)
+    assert len(warned) == 1 and "new input signature" in warned[0], warned
     step = model.predict_function
     assert (step.mode, step.compiles, step.eager_reason) == ("reduce-overhead", 2, None)
     assert step.cuda_graphs_reason is None and counters["inductor"]["cudagraph_skips"] == 0
+    assert counters["inductor"]["cudagraph_recorded_non_static_inputs"] > 0
     model.jit_compile, model.predict_function = False, None  # Keras' eager predict
     for photo, got in zip(photos * 2, found, strict=True):
         expected = detect(model, photo)

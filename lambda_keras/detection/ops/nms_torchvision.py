@@ -30,9 +30,9 @@ def suppress(boxes, alive, max_output_size: int, iou_threshold: float):
     shape whatever the boxes: a compiled step's trace holds it as one node and calls the
     kernel when it runs, where the kernel's own variable-length result cannot be traced. It
     reads each image's kept count on the host (``torch.nonzero``), which no CUDA graph can
-    record: it carries PyTorch's ``cudagraph_unsafe`` tag, so Inductor's CUDA graphs
-    (``reduce-overhead``) record the step's kernels before and after it and call it between
-    their replays (Inductor's graph partitions)."""
+    record: it carries PyTorch's ``cudagraph_unsafe`` tag, with which Inductor's CUDA graphs
+    (``reduce-overhead``) are to record the step's kernels before and after it and call it
+    between their replays (Inductor's graph partitions; not yet run on a GPU)."""
     return torch.ops.lambda_keras.padded_nms(
         boxes.detach(), alive, int(max_output_size), float(iou_threshold)
     )
