@@ -199,8 +199,9 @@ def run_child(system: str, name: str, args) -> dict:
 def make_table(args) -> Table:
     import importlib.metadata
 
-    where = measured_on()
-    faults = [PAGE_FAULTS] if device_name() == "cpu" else []
+    device = device_name()  # nvidia-smi once
+    where = measured_on(device)
+    faults = [PAGE_FAULTS] if device == "cpu" else []
     return Table(
         "torch_steps",
         f"PyTorch steps (img/s): timm's model in eager PyTorch, the project's on Keras "

@@ -196,10 +196,10 @@ def device_name() -> str:
     return "tpu" if Path("/dev/accel0").exists() else "cpu"
 
 
-def measured_on() -> str:
-    """Where a table's figures come from, for its caption: the accelerators
-    (``device_name``), or ``"<n> CPUs"`` without one."""
-    device = device_name()
+def measured_on(device: str | None = None) -> str:
+    """Where a table's figures come from, for its caption: the accelerators ``device`` names
+    (by default ``device_name()``), or ``"<n> CPUs"`` without one."""
+    device = device_name() if device is None else device
     return f"{os.cpu_count()} CPUs" if device == "cpu" else device
 
 

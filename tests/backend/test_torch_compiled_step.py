@@ -639,14 +639,15 @@ def on_a_gpu_with_cuda_graphs(monkeypatch) -> None:
     monkeypatch.setenv(torch_compiled_step.VARIABLE, "reduce-overhead")
 
 
-def assert_replayed(model, kinds=("train",)) -> None:
-    """Each of ``kinds``' steps compiled once with CUDA graphs, none left out, and since
-    ``torch._dynamo``'s counters were cleared no CUDA graph skipped and some recorded."""
+def assert_replayed(model, kinds=("train",), compiles: int = 1) -> None:
+    """Each of ``kinds``' steps compiled ``compiles`` times (its input signatures) with CUDA
+    graphs, none left out, and since ``torch._dynamo``'s counters were cleared no CUDA graph
+    skipped and some recorded."""
     from torch._dynamo.utils import counters
 
     for kind in kinds:
         step = getattr(model, f"{kind}_function")
-        assert (step.mode, step.compiles, step.host_reads) == ("reduce-overhead", 1, 0), kind
+        assert (step.mode, step.compiles, step.host_reads) == ("reduce-overhead", compiles, 0), kind
         assert (step.cuda_graphs_reason, step.eager_reason) == (None, None), kind
     assert counters["inductor"]["cudagraph_skips"] == 0
     # Positive evidence that graphs recorded (Inductor's CUDA graph trees count each recorded

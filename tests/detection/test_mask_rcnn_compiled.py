@@ -206,10 +206,7 @@ def test_on_a_gpu_detect_and_training_replay_as_cuda_graphs(monkeypatch):
         found = [detect(model, photo) for photo in photos * 2]  # each canvas twice: a replay
     warned = ours(caught)
     assert len(warned) == 1 and "new input signature" in warned[0], warned
-    step = model.predict_function
-    assert (step.mode, step.compiles, step.eager_reason) == ("reduce-overhead", 2, None)
-    assert step.cuda_graphs_reason is None and counters["inductor"]["cudagraph_skips"] == 0
-    assert counters["inductor"]["cudagraph_recorded_non_static_inputs"] > 0
+    assert_replayed(model, ("predict",), compiles=2)  # one graph per canvas
     model.jit_compile, model.predict_function = False, None  # Keras' eager predict
     for photo, got in zip(photos * 2, found, strict=True):
         expected = detect(model, photo)
