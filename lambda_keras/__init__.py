@@ -3,9 +3,13 @@
 __version__ = "0.1.0"
 
 from lambda_keras.backend import onednn as _onednn
+from lambda_keras.backend import triton_first as _triton_first
 
 # Before Keras imports TensorFlow, which reads the variable once (lambda_keras/backend/onednn.py).
 _onednn.prefer_onednn()
+# Before Keras too: PyTorch's Triton loaded after TensorFlow 2.20-2.21 crashes the interpreter
+# (lambda_keras/backend/triton_first.py). How it was loaded, or None: the tests read it.
+_triton_loaded = _triton_first.load_triton_first()
 
 import keras as _keras  # noqa: E402
 

@@ -1,7 +1,9 @@
 """Where the project meets the Keras backend and the machine: which device the backend computes on
 ([`devices`][lambda_keras.backend.devices]), TensorFlow's oneDNN kernels
-([`onednn`][lambda_keras.backend.onednn]), Keras' PyTorch convolution, pooling and batch norm
-without layout copies ([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
+([`onednn`][lambda_keras.backend.onednn]), PyTorch's Triton loaded before TensorFlow's LLVM
+can crash it ([`triton_first`][lambda_keras.backend.triton_first]), Keras' PyTorch
+convolution, pooling and batch norm without layout copies
+([`torch_channels_last`][lambda_keras.backend.torch_channels_last]),
 the zoo's and Mask R-CNN's training, evaluation and prediction steps as one compiled graph each on
 PyTorch
 ([`torch_compiled_step`][lambda_keras.backend.torch_compiled_step], the steps it traces in
@@ -18,6 +20,7 @@ and what the project needs installed: TensorFlow for the packages that use it, P
 supported release on its backend ([`requirements`][lambda_keras.backend.requirements]).
 
 This package imports nothing itself: ``lambda_keras`` imports
-[`onednn`][lambda_keras.backend.onednn] before Keras and installs
+[`onednn`][lambda_keras.backend.onednn] and [`triton_first`][lambda_keras.backend.triton_first]
+before Keras and installs
 [`torch_channels_last`][lambda_keras.backend.torch_channels_last] after it.
 """

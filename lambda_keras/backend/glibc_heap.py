@@ -41,7 +41,7 @@ from lambda_keras.backend.switches import read_switch
 
 __all__ = [
     "GLIBC_TUNABLES", "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
-    "keep_buffers_in_heap",
+    "glibc_serves_malloc", "keep_buffers_in_heap",
 ]
 
 VARIABLE = "LAMBDA_KERAS_GLIBC_HEAP"
@@ -136,6 +136,12 @@ def _user_set(environ: Mapping[str, str]) -> bool:
     return any(name in environ for name in GLIBC_VARIABLES) or bool(
         tunables.intersection(GLIBC_TUNABLES)
     )
+
+
+def glibc_serves_malloc() -> bool:
+    """Whether the process's ``malloc`` is glibc's: False where another allocator serves it
+    (jemalloc or tcmalloc preloaded) or the C library is not glibc's ``libc.so.6``."""
+    return _glibc_mallopt() is not None
 
 
 def _glibc_mallopt() -> Callable[[int, int], int] | None:

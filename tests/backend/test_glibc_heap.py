@@ -83,12 +83,13 @@ def test_glibc_s_mallopt_only_where_glibc_serves_malloc(monkeypatch):
             else glibc
         )
         assert glibc_heap._glibc_mallopt() == expected
+        assert glibc_heap.glibc_serves_malloc() is (expected is not None)
 
     def no_library(name):
         raise OSError("libc.so.6: cannot open shared object file")
 
     monkeypatch.setattr(glibc_heap.ctypes, "CDLL", no_library)
-    assert glibc_heap._glibc_mallopt() is None
+    assert glibc_heap._glibc_mallopt() is None and not glibc_heap.glibc_serves_malloc()
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="glibc's allocator only")
