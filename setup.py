@@ -73,6 +73,7 @@ setup(
         "test": [
             "pytest>=8",
             "pytest-xdist>=3.5",
+            "filelock>=3.12",  # pytest-xdist's workers share one build of the site
             # The layers and the zoo on the JAX backend (tests/test_backends.py); PyTorch comes
             # with "test-torch" (its PyPI wheel pulls GB of CUDA libraries), in CI's second stage.
             "jax[cpu]>=0.4.30",

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import pytest
+from filelock import FileLock
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 
@@ -22,6 +25,21 @@ def build_site(site_dir: Path) -> Path:
     )
     assert result.returncode == 0, result.stderr[-4000:]
     return site_dir
+
+
+def shared_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The site built once in a test run, for every module and pytest-xdist worker that reads
+    it: the first to ask builds it under a lock, the others wait and read the same folder (they
+    only read). A failed build is not kept: the next to ask builds it again and fails too."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's basetemp is in the run's
+        root = root.parent
+    site, built = root / "shared_site", root / "shared_site.built"
+    with FileLock(str(root / "shared_site.lock")):
+        if not built.exists():
+            build_site(site)
+            built.touch()
+    return site
 
 
 def docs_module(name: str) -> ModuleType:

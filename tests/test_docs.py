@@ -18,7 +18,7 @@ import pytest
 import lambda_keras
 from lambda_keras.zoo import weights as weights_lib
 from tests.detection.torchvision import torchvision_states
-from tests.docs_site import build_site, docs_module
+from tests.docs_site import docs_module, shared_site
 from tests.pretrained_mirror import pretrained_mirror, publish_coco
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,7 @@ def python_blocks(text: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return build_site(tmp_path_factory.mktemp("site"))
+    return shared_site(tmp_path_factory)
 
 
 def test_the_site_builds_strictly(site):
@@ -253,6 +253,7 @@ def test_no_rest_role_in_what_the_site_renders():
     assert len(sources) > 50 and not found, found
 
 
+@pytest.mark.end_to_end  # with the pages' samples (test_the_samples_run)
 def test_the_docstring_examples_run():
     """Every ``>>>`` example in the library's docstrings (the reference renders them) runs and
     prints what it shows."""

@@ -31,6 +31,7 @@ def run_on_jax(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.end_to_end  # three whole models' steps exported (the refusals below stay quick)
 def test_training_and_predict_steps_lower_for_tpu_and_gpu():
     done = run_on_jax(str(SCRIPT))
     assert done.returncode == 0, done.stderr[-4000:]

@@ -26,6 +26,7 @@ def stages():
     return bench_detection_stages
 
 
+@pytest.mark.end_to_end  # the script's stages compiled on three shapes
 @pytest.mark.parametrize("shape", [(60, 100), (100, 60), (70, 70)])  # landscape, upright, square
 def test_the_compiled_stages_give_the_model_s_detections(stages, shape):
     from lambda_keras.detection import (

@@ -31,6 +31,7 @@ def test_works_where_tensorflow_keeps_no_allocator_statistics(monkeypatch):
     assert large.peak_mib > 32 > small.peak_mib
 
 
+@pytest.mark.end_to_end  # two child processes; the other tests here measure in one or two
 def test_forward_and_backward_of_a_lambda_layer():
     layer = LambdaLayer(64, scope_size=7, implementation="conv")
     forward = measure_layer_call(config(layer), (4, 14, 14, 64), training=True)

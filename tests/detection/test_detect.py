@@ -43,8 +43,25 @@ def test_a_model_that_is_not_a_detector_is_refused():
         detect(object(), np.zeros((8, 8, 3), "uint8"))
 
 
-@pytest.mark.parametrize("anchors", ["TorchvisionAnchors", "CentredAnchors"])
-@pytest.mark.parametrize("shape", [(60, 70), (70, 60), (60, 60)])  # landscape, upright, square
+CANVAS_SHAPES = {"landscape": (60, 70), "upright": (70, 60), "square": (60, 60)}
+# Every shape with each anchor generator: the photos with three canvases, one with each
+# generator, in the quick tier, the other four cases in the end-to-end tier.
+QUICK_CANVAS_CASES = {("landscape", "CentredAnchors"), ("upright", "TorchvisionAnchors")}
+
+
+@pytest.mark.parametrize(
+    "shape, anchors",
+    [
+        pytest.param(
+            shape,
+            anchors,
+            id=f"{name}-{anchors}",
+            marks=() if (name, anchors) in QUICK_CANVAS_CASES else pytest.mark.end_to_end,
+        )
+        for name, shape in CANVAS_SHAPES.items()
+        for anchors in ("TorchvisionAnchors", "CentredAnchors")
+    ],
+)
 def test_every_canvas_gives_the_same_detections(shape, anchors, monkeypatch):
     """What eager PyTorch pads a photo to (each side to a multiple of 64), the canvas of the
     backends that compile a program per shape (the smallest of a few) and the serving graph's

@@ -39,6 +39,7 @@ def test_fit_step_and_predict(jit_compile):
     _check_detections(model.predict(images, verbose=0), 2, 64)
 
 
+@pytest.mark.end_to_end  # fifteen epochs
 def test_losses_fall_on_a_repeated_batch():
     keras.utils.set_random_seed(0)
     model = tiny_detector()
@@ -71,6 +72,7 @@ def test_lambda_resnet_backbone_and_saving(tmp_path):
     _check_detections(got, 1, 64)
 
 
+@pytest.mark.end_to_end  # trained, saved and loaded
 def test_fit_alone_builds_the_model_and_saving_keeps_the_trained_weights(tmp_path):
     # Regression: after `fit` without a call, the model was not `built` (no `count_params`),
     # and a `.keras` file of it loaded with freshly initialised heads (different detections).
@@ -107,7 +109,10 @@ def test_image_size_not_multiple_of_64():
         tiny_detector()(np.zeros((1, 96, 64, 3), "float32"))
 
 
-@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+# float16 (with Keras' loss scaling) in the quick tier, bfloat16 in the end-to-end tier
+@pytest.mark.parametrize(
+    "policy", [pytest.param("mixed_bfloat16", marks=pytest.mark.end_to_end), "mixed_float16"]
+)
 def test_mixed_precision_trains_and_detects_in_float32(policy):
     keras.config.set_dtype_policy(policy)
     model = tiny_detector()

@@ -183,6 +183,7 @@ def run_on_jax(code: str) -> str:
     return done.stdout
 
 
+@pytest.mark.end_to_end  # keras-hub's detector trained and run on the backbone
 def test_a_retinanet_on_a_backbone_trains_a_step_and_predicts():
     """keras-hub's RetinaNet object detector on the hub backbone, at a tiny size."""
     encoder = LambdaResNetBackbone(image_shape=(64, 64, 3), **TINY)

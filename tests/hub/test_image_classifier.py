@@ -121,6 +121,7 @@ def tiny_classifier():
     )
 
 
+@pytest.mark.end_to_end  # trained, saved as a preset and loaded through keras-hub
 def test_a_classifier_trains_a_step_predicts_and_loads_from_its_preset(tmp_path):
     classifier = tiny_classifier()
     # keras-hub's loss and metrics; SGD, whose update traces in half the time of its Adam's

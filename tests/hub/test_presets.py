@@ -65,8 +65,10 @@ def zoo_predictions(architecture: str, photos: list[np.ndarray]) -> list[tuple[n
 @pytest.mark.parametrize(
     "architecture",
     [
-        "lambda_resnet50ts",
-        "resnet_rs50",
+        # real photos through keras-hub's loaders: the end-to-end tier (and the JAX and PyTorch
+        # children of tests/test_backends.py)
+        pytest.param("lambda_resnet50ts", marks=pytest.mark.end_to_end),
+        pytest.param("resnet_rs50", marks=pytest.mark.end_to_end),
         # the other timm ports (26rpt: a fixed 256x256 input) and another size and crop
         pytest.param("lambda_resnet26t", marks=pytest.mark.slow),
         pytest.param("lambda_resnet26rpt_256", marks=pytest.mark.slow),

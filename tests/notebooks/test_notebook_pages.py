@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_site import build_site
+from tests.docs_site import shared_site
 
 nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("mkdocs_jupyter")
@@ -20,7 +20,7 @@ IDS = [p.stem for p in NOTEBOOKS]
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    return build_site(tmp_path_factory.mktemp("site"))
+    return shared_site(tmp_path_factory)
 
 
 def page(site: Path, path: Path) -> str:

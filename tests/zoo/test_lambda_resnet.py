@@ -44,18 +44,23 @@ def test_the_spec_table_is_table_19():
     assert {d: (r.blocks, r.c4_lambda_blocks) for d, r in resnet_rs.DEPTHS.items()} == TABLE19
 
 
-# The built placement at the shallowest, the paper's main and the deepest depth; every depth
-# under -m slow (the spec table of every depth is Table 19: test_the_spec_table_is_table_19).
-DEFAULT_DEPTHS = (50, 101, 420)
+# The built placement at the shallowest and the paper's main depth in the quick tier, at the
+# deepest in the end-to-end tier; every depth under -m slow (the spec table of every depth is
+# Table 19: test_the_spec_table_is_table_19).
+QUICK_DEPTHS = (50, 101)
+DEEPEST = 420
 
 
-@pytest.mark.parametrize(
-    "depth",
-    [
-        d if d in DEFAULT_DEPTHS else pytest.param(d, marks=pytest.mark.slow)
-        for d in sorted(TABLE19)
-    ],
-)
+def tier(depth: int):
+    """``depth`` as a parameter of the tier that builds it."""
+    if depth in QUICK_DEPTHS:
+        return depth
+    return pytest.param(
+        depth, marks=pytest.mark.end_to_end if depth == DEEPEST else pytest.mark.slow
+    )
+
+
+@pytest.mark.parametrize("depth", [tier(d) for d in sorted(TABLE19)])
 def test_lambda_layers_at_table_19_positions(depth):
     blocks, c4_lambda_blocks = TABLE19[depth]
     model = getattr(zoo, f"LambdaResNet{depth}")(input_shape=SMALL, classes=10)
@@ -69,7 +74,7 @@ def test_lambda_layers_at_table_19_positions(depth):
     assert model.output.shape == (None, 10)
 
 
-@pytest.mark.parametrize("depth", [50, 101, 420])
+@pytest.mark.parametrize("depth", [tier(d) for d in (*QUICK_DEPTHS, DEEPEST)])
 def test_c4_variant_uses_lambda_layers_in_all_of_c4_and_c5(depth):
     blocks = TABLE19[depth][0]
     model = getattr(zoo, f"LambdaResNet{depth}C4")(input_shape=SMALL, include_top=False)

@@ -46,15 +46,16 @@ def test_model_harness(name, tmp_path):
     run_model_harness(name, tmp_path, run_eagerly=(depth(name) or 0) > 50)
 
 
-# The deepest model of each deep family builds and runs in CI; the others (the same blocks in
-# other numbers, whose layout test_lambda_resnet.py checks against Table 19) under -m slow.
+# The deepest model of each deep family builds and runs in the end-to-end tier (CI); the others
+# (the same blocks in other numbers, whose layout test_lambda_resnet.py checks against Table 19)
+# under -m slow.
 DEEPEST = ("lambda_resnet420", "lambda_resnet420_c4", "resnet_rs420")
 
 
 @pytest.mark.parametrize(
     "name",
     [
-        pytest.param(name, marks=() if name in DEEPEST else pytest.mark.slow)
+        pytest.param(name, marks=pytest.mark.end_to_end if name in DEEPEST else pytest.mark.slow)
         for name in zoo.list_models()
         if not in_default_run(name)
     ],

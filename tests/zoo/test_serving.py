@@ -68,6 +68,7 @@ def test_both_signatures_classify_a_real_photo_in_a_fresh_process(tmp_path):
     assert len(out["errors"]) == 2 and "uint8" in out["errors"][0]
 
 
+@pytest.mark.end_to_end  # a SavedModel written and served
 def test_in_process_matches_the_model_on_the_centre_crop(tmp_path):
     import tensorflow as tf
 

@@ -49,6 +49,7 @@ def test_an_image_gives_the_same_maps_in_any_larger_batch(model):
         assert not small[rows:].any() and not large[:, cols:].any()  # zero beyond the image
 
 
+@pytest.mark.end_to_end  # the whole v2 model on two canvases
 def test_v2_gives_an_image_the_same_detections_in_any_larger_batch():
     """v2's second RPN convolution reads beyond the image: each level is zeroed there first,
     so the padding of a larger canvas changes nothing (with batch norm in the FPN and the heads
