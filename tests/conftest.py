@@ -62,7 +62,8 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "slow: long checks, excluded from the default run")
     config.addinivalue_line(
         "markers",
-        "end_to_end: whole training runs, every model through the harness, exports, scripts "
+        "end_to_end: whole training runs, every model through the harness, the deepest models, "
+        "real photos, exports, lowering, the rest of a check's shape and variant cases, scripts "
         "and notebooks: the end-to-end tier (-m 'end_to_end and not slow', run by .ci/run after "
         "the README's quick tier, the default run)",
     )

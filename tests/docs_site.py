@@ -32,7 +32,8 @@ def shared_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     it: the first to ask builds it under a lock, the others wait and read the same folder (they
     only read). A failed build is not kept: the next to ask builds it again and fails too."""
     root = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):  # each worker's basetemp is in the run's
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and root.name == f"popen-{worker}":  # a worker's basetemp, inside the run's
         root = root.parent
     site, built = root / "shared_site", root / "shared_site.built"
     with FileLock(str(root / "shared_site.lock")):

@@ -60,9 +60,11 @@ def test_the_compiled_stages_give_the_model_s_detections(stages, shape):
     np.testing.assert_array_equal(found["masks"], expected["masks"])
 
 
+@pytest.mark.torch("torchvision")  # skipped in the quick tier, run by CI's second stage
 def test_torchvision_s_clock_times_every_stage_of_one_call(stages):
-    torch = pytest.importorskip("torch")
-    torchvision = pytest.importorskip("torchvision")
+    import torch
+    import torchvision
+
     torch.manual_seed(0)
     model = torchvision.models.detection.maskrcnn_resnet50_fpn(
         weights=None, weights_backbone=None, num_classes=3, min_size=64, max_size=96

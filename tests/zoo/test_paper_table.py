@@ -43,11 +43,14 @@ def test_parameter_counts_match_the_paper(measured):
 
 @pytest.mark.end_to_end  # ResNet-RS and LambdaResNets 101 to 200 at 224x224
 def test_the_deep_models_parameter_counts_match_the_paper(measured):
+    assert DEEP
     assert_parameters_match(measured(DEEP))
 
 
 def test_flop_counts_match_the_paper(measured):
     checked = [r for r in measured(QUICK) if r["row"].flops_m is not None]
+    # every row the paper gives FLOPs for is measured here, in the quick tier
+    assert [r["row"] for r in checked] == [r for r in paper_table.PAPER if r.flops_m is not None]
     assert len(checked) == 2
     for result in checked:
         row = result["row"]
