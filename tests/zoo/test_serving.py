@@ -1,4 +1,5 @@
-"""The serving SavedModel, loaded in a fresh process that imports only TensorFlow."""
+"""The serving SavedModel: a small classifier's in the quick tier; a zoo model's in this process
+and in a fresh one that imports only TensorFlow (end to end)."""
 
 import json
 import os
@@ -7,6 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 import sklearn
@@ -80,3 +82,32 @@ def test_in_process_matches_the_model_on_the_centre_crop(tmp_path):
     expected = model(normalize(eval_image(tf.constant(image), 64, 0.875))[None]).numpy()
     got = served.signatures["serve_images"](images=tf.constant(image[None]))["probabilities"]
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
+
+
+def small_classifier() -> keras.Model:
+    """Three classes from one convolution: the serving graph around it is what is tested."""
+    inputs = keras.Input((32, 32, 3))
+    x = keras.layers.Conv2D(4, 3, strides=2)(inputs)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(x))
+
+
+def test_a_small_classifier_serves_the_centre_crop_of_photos_and_files(tmp_path):
+    """The quick tier's check of the serving graph (the zoo's models: the end-to-end tests)."""
+    import tensorflow as tf
+
+    from lambda_keras.preprocessing import eval_image, normalize
+
+    model = small_classifier()
+    served = tf.saved_model.load(export_for_serving(model, str(tmp_path / "s"), image_size=32))
+    rng = np.random.default_rng(0)
+    for shape in ((40, 56), (56, 40), (40, 40)):  # landscape, upright, square
+        image = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
+        expected = model(normalize(eval_image(tf.constant(image), 32, 0.875))[None]).numpy()
+        by_pixels = served.signatures["serve_images"](images=tf.constant(image[None]))
+        png = tf.io.encode_png(tf.constant(image))
+        by_bytes = served.signatures["serve_bytes"](image_bytes=tf.stack([png]))
+        for found in (by_pixels, by_bytes):
+            got = found["probabilities"].numpy()
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+            assert found["classes"].numpy().tolist() == [int(expected.argmax())]
