@@ -66,8 +66,8 @@ def test_a_photo_gives_the_models_detections_in_its_pixels(exported, shape):
     )
 
 
-# Upright and square (the square takes the landscape canvas: both canvases, one trace each).
-# upright in the quick tier, square in the end-to-end tier
+# Upright and square (the square takes the landscape canvas: both canvases, one trace each);
+# the square in the end-to-end tier.
 @pytest.mark.parametrize("shape", [(90, 40), pytest.param((70, 70), marks=pytest.mark.end_to_end)])
 def test_detect_returns_what_the_saved_model_serves(exported, shape):
     """``detect`` (the Keras model, any backend) and ``serving_default`` (the SavedModel)."""

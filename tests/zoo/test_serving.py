@@ -70,20 +70,6 @@ def test_both_signatures_classify_a_real_photo_in_a_fresh_process(tmp_path):
     assert len(out["errors"]) == 2 and "uint8" in out["errors"][0]
 
 
-@pytest.mark.end_to_end  # a SavedModel written and served
-def test_in_process_matches_the_model_on_the_centre_crop(tmp_path):
-    import tensorflow as tf
-
-    from lambda_keras.preprocessing import eval_image, normalize
-
-    model = zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
-    served = tf.saved_model.load(export_for_serving(model, str(tmp_path / "s"), image_size=64))
-    image = np.random.default_rng(0).integers(0, 255, (80, 100, 3), dtype=np.uint8)
-    expected = model(normalize(eval_image(tf.constant(image), 64, 0.875))[None]).numpy()
-    got = served.signatures["serve_images"](images=tf.constant(image[None]))["probabilities"]
-    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-5, atol=1e-6)
-
-
 def small_classifier() -> keras.Model:
     """Three classes from one convolution: the serving graph around it is what is tested."""
     inputs = keras.Input((32, 32, 3))
@@ -92,18 +78,32 @@ def small_classifier() -> keras.Model:
     return keras.Model(inputs, keras.layers.Dense(3, activation="softmax")(x))
 
 
-def test_a_small_classifier_serves_the_centre_crop_of_photos_and_files(tmp_path):
-    """The quick tier's check of the serving graph (the zoo's models: the end-to-end tests)."""
+def small_mobilenet() -> keras.Model:
+    return zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=5)
+
+
+@pytest.mark.parametrize(
+    "build, image_size",
+    [
+        pytest.param(small_classifier, 32, id="small_classifier"),  # the quick tier's
+        pytest.param(small_mobilenet, 64, id="mobilenet_v2", marks=pytest.mark.end_to_end),
+    ],
+)
+def test_in_process_photos_and_files_give_the_model_on_the_centre_crop(
+    build, image_size, tmp_path
+):
     import tensorflow as tf
 
     from lambda_keras.preprocessing import eval_image, normalize
 
-    model = small_classifier()
-    served = tf.saved_model.load(export_for_serving(model, str(tmp_path / "s"), image_size=32))
+    model = build()
+    path = export_for_serving(model, str(tmp_path / "s"), image_size=image_size)
+    served = tf.saved_model.load(path)
     rng = np.random.default_rng(0)
-    for shape in ((40, 56), (56, 40), (40, 40)):  # landscape, upright, square
+    for shape in ((80, 100), (100, 80), (80, 80)):  # landscape, upright, square
         image = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
-        expected = model(normalize(eval_image(tf.constant(image), 32, 0.875))[None]).numpy()
+        crop = eval_image(tf.constant(image), image_size, 0.875)
+        expected = model(normalize(crop)[None]).numpy()
         by_pixels = served.signatures["serve_images"](images=tf.constant(image[None]))
         png = tf.io.encode_png(tf.constant(image))
         by_bytes = served.signatures["serve_bytes"](image_bytes=tf.stack([png]))
