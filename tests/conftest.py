@@ -30,9 +30,10 @@ from tests.failures_file import pytest_runtest_logreport  # noqa: E402, F401  a 
 @pytest.fixture(autouse=True, scope="session")
 def _temporary_files_under_basetemp(tmp_path_factory):
     """What ``tempfile`` makes during the run, in the tests, the library, notebook kernels and
-    every process a test starts (they inherit ``TMPDIR``), goes under pytest's basetemp, which
-    pytest prunes to the last three runs, never into the machine's temporary folder: samples and
-    notebooks that keep a folder for the reader (``tempfile.mkdtemp``) left 100 MB there a run."""
+    every process a test starts (they inherit ``TMPDIR``), goes under pytest's basetemp, never
+    into the machine's temporary folder: samples and notebooks that keep a folder for the reader
+    (``tempfile.mkdtemp``) left 100 MB there a run. A run that passes removes its basetemp
+    (``tmp_path_retention_policy`` in pyproject.toml)."""
     folder = tmp_path_factory.mktemp("tempfile")
     patch = pytest.MonkeyPatch()
     patch.setenv("TMPDIR", str(folder))

@@ -22,3 +22,28 @@ def test_a_started_process_writes_under_the_basetemp(tmp_path_factory):
         check=True,
     ).stdout.strip()
     assert Path(printed).resolve().is_relative_to(tmp_path_factory.getbasetemp().resolve())
+
+
+def test_a_passed_test_s_folder_is_removed_and_a_failed_one_s_kept(tmp_path):
+    """The project's pytest settings (pyproject.toml) keep the quick tier from leaving its
+    gigabytes of SavedModels and checkpoints on disk before CI installs PyTorch."""
+    (tmp_path / "test_two.py").write_text(
+        "def test_passes(tmp_path):\n"
+        "    (tmp_path / 'model.bin').write_bytes(bytes(1000))\n\n"
+        "def test_fails(tmp_path):\n"
+        "    (tmp_path / 'model.bin').write_bytes(bytes(1000))\n"
+        "    assert False\n"
+    )
+    basetemp = tmp_path / "basetemp"
+    project = Path(__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "-o", "addopts=",
+         "-p", "no:cacheprovider", f"--basetemp={basetemp}", str(tmp_path / "test_two.py")],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert "1 failed, 1 passed" in run.stdout, run.stdout + run.stderr
+    folders = sorted(path.name for path in basetemp.iterdir() if not path.is_symlink())
+    assert folders == ["test_fails0"]
+    assert (basetemp / "test_fails0" / "model.bin").is_file()
