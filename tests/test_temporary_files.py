@@ -35,15 +35,48 @@ def test_a_passed_test_s_folder_is_removed_and_a_failed_one_s_kept(tmp_path):
         "    assert False\n"
     )
     basetemp = tmp_path / "basetemp"
-    project = Path(__file__).resolve().parents[1]
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "-o", "addopts=",
-         "-p", "no:cacheprovider", f"--basetemp={basetemp}", str(tmp_path / "test_two.py")],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
+    run = run_pytest_with_the_project_s_settings(
+        tmp_path, f"--basetemp={basetemp}", str(tmp_path / "test_two.py")
     )
-    assert "1 failed, 1 passed" in run.stdout, run.stdout + run.stderr
+    assert run.returncode == 1 and "1 failed, 1 passed" in run.stdout, run.stdout + run.stderr
     folders = sorted(path.name for path in basetemp.iterdir() if not path.is_symlink())
     assert folders == ["test_fails0"]
     assert (basetemp / "test_fails0" / "model.bin").is_file()
+
+
+def test_a_passed_run_leaves_nothing_in_the_temporary_folder(tmp_path):
+    (tmp_path / "test_one.py").write_text(
+        "def test_passes(tmp_path_factory):\n"
+        "    folder = tmp_path_factory.mktemp('fixture')\n"
+        "    (folder / 'model.bin').write_bytes(bytes(1000))\n"
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    run = run_pytest_with_the_project_s_settings(
+        tmp_path, str(tmp_path / "test_one.py"), PYTEST_DEBUG_TEMPROOT=str(root)
+    )
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout + run.stderr
+    (user,) = root.iterdir()  # pytest-of-<user>
+    assert list(user.iterdir()) == []
+
+
+def run_pytest_with_the_project_s_settings(
+    folder: Path, *arguments: str, **environment: str
+) -> subprocess.CompletedProcess:
+    """pytest in a child, in ``folder``, with the project's pyproject.toml only: not this run's
+    options (``addopts``, ``PYTEST_ADDOPTS``), workers or conftest files."""
+    project = Path(__file__).resolve().parents[1]
+    environ = {
+        name: value
+        for name, value in os.environ.items()
+        if name != "PYTEST_ADDOPTS" and not name.startswith("PYTEST_XDIST")
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-c", str(project / "pyproject.toml"), "-o", "addopts=",
+         "-p", "no:cacheprovider", "--noconftest", *arguments],
+        env={**environ, **environment},
+        capture_output=True,
+        text=True,
+        cwd=folder,
+        timeout=300,
+    )

@@ -5,9 +5,9 @@ TensorFlow's PyPI wheels 2.20 and 2.21 load their library with ``RTLD_GLOBAL`` (
 ``tensorflow/python/pywrap_dlopen_global_flags.py``), which puts TensorFlow's statically linked
 LLVM into the process's global symbols. Triton 3.7 and newer (with PyTorch 2.12 and newer) has an
 LLVM of its own; its library, loaded after TensorFlow, binds to TensorFlow's copy and the
-interpreter dies in Triton's initializers (tensorflow/tensorflow#124205): a segmentation fault
-with Triton 3.7 and 3.8, LLVM's abort "inconsistency in registered CommandLine options" with
-3.9 (PyTorch 2.15).
+interpreter dies in Triton's initializers (tensorflow/tensorflow#124205): seen as a
+segmentation fault with Triton 3.8.0 (PyTorch 2.14.1) and as LLVM's abort "inconsistency in
+registered CommandLine options" with 3.9.0 (PyTorch 2.15.0).
 PyTorch loads Triton for ``torch.compile`` and ``torch.profiler``, and when Keras' PyTorch
 backend is imported: with ``KERAS_BACKEND=torch``, ``import tensorflow`` alone crashes, since
 TensorFlow imports Keras.

@@ -186,12 +186,12 @@ def test_pytorch_loads_triton_after_tensorflow_and_lambda_keras(backend, first, 
 )
 def test_without_lambda_keras_triton_after_tensorflow_crashes(code):
     """The crash itself, upstream's (tensorflow/tensorflow#124205), where PyTorch's profiler
-    loads Triton as above: the check above can fail. Triton 3.7 and 3.8 die of a segmentation
-    fault, 3.9 of LLVM's abort on its options registered twice. When a TensorFlow or Triton
+    loads Triton as above: the check above can fail. Triton 3.8.0 died of a segmentation fault,
+    3.9.0 of LLVM's abort on its options registered twice. When a TensorFlow or Triton
     release stops crashing, this test says so, and lambda_keras/backend/triton_first.py may go."""
     needs_a_crashing_triton()
     done = run(code, "tensorflow")
-    if done.returncode == -signal.SIGABRT:  # Triton 3.9 (PyTorch 2.15): LLVM's own abort
+    if done.returncode == -signal.SIGABRT:  # seen with Triton 3.9.0 (PyTorch 2.15.0)
         assert LLVM_CLASH in done.stderr, done.stderr[-2000:]
-    else:  # Triton 3.7 and 3.8 (PyTorch 2.12 to 2.14)
+    else:  # seen with Triton 3.8.0 (PyTorch 2.14.1)
         assert done.returncode == -signal.SIGSEGV, (done.returncode, done.stderr[-2000:])
