@@ -345,6 +345,25 @@ def kernel_share(table: Table) -> str:
     return "Kernel time as a share of the profiled step: " + "; ".join(parts) + "."
 
 
+def operator_split(table: Table) -> str:
+    """Each profiled step's operators split into the convolutions and the rest, the rest against
+    the first row's of the same step (timm's, run first)."""
+    operators, convolutions = _column(table, "operators ms"), _column(table, "convolutions ms")
+    first: dict[str, tuple[str, float]] = {}  # step: (system, the rest's ms)
+    parts = []
+    for row in table.rows:
+        if not (is_number(row[operators]) and is_number(row[convolutions])):
+            continue
+        system, step, rest = row[1], row[2], row[operators] - row[convolutions]
+        part = f"{row[0]} {system} {step}: convolutions {row[convolutions]:.0f} ms, the rest "
+        part += f"{rest:.0f} ms"
+        if step in first and first[step][1] > 0:
+            part += f" ({rest / first[step][1]:.2f}x {first[step][0]}'s)"
+        first.setdefault(step, (system, rest))
+        parts.append(part)
+    return "The operators' own time per profiled step: " + "; ".join(parts) + "."
+
+
 def same_counts(reference: str, what: str):
     """Whether each other column counted what ``reference`` counted on every row."""
 

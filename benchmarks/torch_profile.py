@@ -1,5 +1,6 @@
 """What one PyTorch step asks of the machine, from ``torch.profiler``: the device kernels it
-launches and their time per step, and the operators that take the most time.
+launches and their time per step, the operators' own time and the convolutions' part of it, and
+the operators that take the most time.
 
 A step whose kernels take less time than the step is bound by the host (Python, dispatch,
 launches); one whose kernels fill it is bound by the device, and the table says which kernels.
@@ -15,19 +16,29 @@ from collections.abc import Callable
 
 __all__ = ["KernelProfile", "kernel_profile"]
 
+CONVOLUTION = "convolution"
+"""What the convolutions' operators have in their names, forward and backward
+(``aten::mkldnn_convolution``, ``aten::convolution_backward``, ``aten::cudnn_convolution``): on
+a CPU oneDNN's kernels, which compiled steps call as eager ones do, so the rest of the step is
+where a compiled step and an eager one differ."""
+
 
 @dataclasses.dataclass(frozen=True)
 class KernelProfile:
     """One step's profile, per step: ``wall_ms`` under the profiler (which adds its own cost to
     every operator: time the step without it), the device ``kernels`` and their summed
     ``kernel_ms``, the memory ``copies`` and fills (counted apart), all 0 without a GPU;
-    ``table``: ``torch.profiler``'s table of the costliest operators."""
+    ``operator_ms``, the operators' own time summed (device time on a GPU, host time on a CPU,
+    where the operators run) and the part of it in ``convolution_ms`` (operators named
+    ``CONVOLUTION``); ``table``: ``torch.profiler``'s table of the costliest operators."""
 
     steps: int
     wall_ms: float
     kernels: float
     kernel_ms: float
     copies: float
+    operator_ms: float
+    convolution_ms: float
     gpu: bool
     table: str
 
@@ -39,7 +50,12 @@ class KernelProfile:
         )
         if not self.gpu:
             summary += ": no GPU, the operators ran on the host"
-        return f"{summary}\n{self.table}"
+        where = "device" if self.gpu else "host"
+        own = (
+            f"operators' own {where} time: {self.operator_ms:.2f} ms per step, of which "
+            f"convolutions {self.convolution_ms:.2f} ms"
+        )
+        return f"{summary}\n{own}\n{self.table}"
 
 
 def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -> KernelProfile:
@@ -67,12 +83,16 @@ def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -
     copies = [e for e in device if e.name.startswith(("Memcpy", "Memset"))]
     kernels = [e for e in device if e not in copies]
     sort = "self_device_time_total" if cuda else "self_cpu_time_total"
+    averages = prof.key_averages()
+    own = {event.key: getattr(event, sort) / 1000 / steps for event in averages}
     return KernelProfile(
         steps=steps,
         wall_ms=wall * 1000,
         kernels=len(kernels) / steps,
         kernel_ms=sum(e.time_range.elapsed_us() for e in kernels) / 1000 / steps,
         copies=len(copies) / steps,
+        operator_ms=sum(own.values()),
+        convolution_ms=sum(ms for name, ms in own.items() if CONVOLUTION in name),
         gpu=cuda,
-        table=prof.key_averages().table(sort_by=sort, row_limit=rows),
+        table=averages.table(sort_by=sort, row_limit=rows),
     )

@@ -209,6 +209,21 @@ def test_the_torch_steps_sentence_says_where_the_compiled_steps_meet_timm_s_time
     assert "inference 1.19x (met)" in on_a_gpu
 
 
+def test_the_operators_sentence_splits_the_convolutions_from_the_rest_against_timm_s():
+    columns = ["model", "steps", "step", "operators ms", "convolutions ms"]
+    rows = [
+        ["m", "timm", "training", 1500.0, 1150.0],
+        ["m", "timm", "inference", 400.0, 320.0],
+        ["m", "compiled", "training", 1560.0, 1130.0],
+        ["m", "compiled", "inference", 380.0, 320.0],
+    ]
+    sentence = summaries.operator_split(make(columns, rows, labels=3))
+    assert "m timm training: convolutions 1150 ms, the rest 350 ms;" in sentence
+    assert "m compiled training: convolutions 1130 ms, the rest 430 ms (1.23x timm's)" in sentence
+    assert "m compiled inference: convolutions 320 ms, the rest 60 ms (0.75x timm's)" in sentence
+    assert "m timm inference: convolutions 320 ms, the rest 80 ms;" in sentence
+
+
 def test_the_counts_sentence_names_each_photo_where_a_column_differs():
     counts = make(
         ["photo", "torchvision", "tensorflow", "jax"],

@@ -29,8 +29,32 @@ def test_the_profile_names_the_step_s_operators_and_its_time_per_step():
     else:
         assert (profile.kernels, profile.kernel_ms, profile.copies) == (0, 0, 0)
         assert first.endswith("the operators ran on the host")
-    operators = [line.split()[0] for line in table if "aten::" in line]
+    operators = [line.split()[0] for line in table[1:] if "aten::" in line]
     assert "aten::mm" in operators and len(operators) <= 5
+    assert table[0] == (
+        f"operators' own {'device' if gpu else 'host'} time: {profile.operator_ms:.2f} ms per "
+        f"step, of which convolutions {profile.convolution_ms:.2f} ms"
+    )
+    assert profile.operator_ms > 0 and profile.convolution_ms == 0  # no convolution in the step
+
+
+@pytest.mark.torch()
+def test_the_convolutions_part_of_the_operators_time_is_counted_apart():
+    import torch
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    image = torch.randn(2, 32, 64, 64, device=device, requires_grad=True)
+    kernel = torch.randn(32, 32, 3, 3, device=device, requires_grad=True)
+
+    def step():
+        torch.nn.functional.conv2d(image, kernel, padding=1).relu().sum().backward()
+
+    step()
+    profile = kernel_profile(step, steps=2)
+    # relu, sum and their gradients take their share, and a small one beside the 3x3
+    # convolution's forward and backward passes: a filter that matched nothing or everything
+    # would fail here
+    assert 0.5 * profile.operator_ms < profile.convolution_ms < profile.operator_ms
 
 
 @pytest.mark.parametrize("steps, rows", [(0, 5), (2, 0)])
