@@ -346,20 +346,21 @@ def kernel_share(table: Table) -> str:
 
 
 def operator_split(table: Table) -> str:
-    """Each profiled step's operators split into the convolutions and the rest, the rest against
-    the first row's of the same step (timm's, run first)."""
+    """Each profiled step's own time split into the convolutions and the rest, the rest against
+    the first row's of the same model and step (timm's, run first)."""
+    model, system, step = (_column(table, c) for c in ("model", "steps", "step"))
     operators, convolutions = _column(table, "operators ms"), _column(table, "convolutions ms")
-    first: dict[str, tuple[str, float]] = {}  # step: (system, the rest's ms)
+    first: dict[tuple[str, str], tuple[str, float]] = {}  # (model, step): (system, the rest)
     parts = []
     for row in table.rows:
         if not (is_number(row[operators]) and is_number(row[convolutions])):
             continue
-        system, step, rest = row[1], row[2], row[operators] - row[convolutions]
-        part = f"{row[0]} {system} {step}: convolutions {row[convolutions]:.0f} ms, the rest "
-        part += f"{rest:.0f} ms"
-        if step in first and first[step][1] > 0:
-            part += f" ({rest / first[step][1]:.2f}x {first[step][0]}'s)"
-        first.setdefault(step, (system, rest))
+        key, rest = (row[model], row[step]), row[operators] - row[convolutions]
+        part = f"{row[model]} {row[system]} {row[step]}: convolutions "
+        part += f"{row[convolutions]:.0f} ms, the rest {rest:.0f} ms"
+        if key in first and first[key][1] > 0:
+            part += f" ({rest / first[key][1]:.2f}x {first[key][0]}'s)"
+        first.setdefault(key, (row[system], rest))
         parts.append(part)
     return "The operators' own time per profiled step: " + "; ".join(parts) + "."
 

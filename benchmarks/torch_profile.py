@@ -16,11 +16,11 @@ from collections.abc import Callable
 
 __all__ = ["KernelProfile", "kernel_profile"]
 
-CONVOLUTION = "convolution"
-"""What the convolutions' operators have in their names, forward and backward
-(``aten::mkldnn_convolution``, ``aten::convolution_backward``, ``aten::cudnn_convolution``): on
-a CPU oneDNN's kernels, which compiled steps call as eager ones do, so the rest of the step is
-where a compiled step and an eager one differ."""
+CONVOLUTION = ("convolution", "conv2d")
+"""What the convolutions' ranges have in their names, in any case, forward and backward
+(``aten::conv2d``, ``aten::mkldnn_convolution``, ``aten::convolution_backward``,
+``aten::cudnn_convolution``, autograd's ``ConvolutionBackward0``): on a CPU oneDNN's kernels,
+which compiled steps call as eager ones do."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,9 +28,12 @@ class KernelProfile:
     """One step's profile, per step: ``wall_ms`` under the profiler (which adds its own cost to
     every operator: time the step without it), the device ``kernels`` and their summed
     ``kernel_ms``, the memory ``copies`` and fills (counted apart), all 0 without a GPU;
-    ``operator_ms``, the operators' own time summed (device time on a GPU, host time on a CPU,
-    where the operators run) and the part of it in ``convolution_ms`` (operators named
-    ``CONVOLUTION``); ``table``: ``torch.profiler``'s table of the costliest operators."""
+    ``operator_ms``, the own (self) time of every range the profiler recorded on the host,
+    summed: on a CPU the host time of the operators and of the ranges around them (autograd's
+    engine, the optimizer's step, a compiled graph's call, whose own time is its generated
+    kernels), on a GPU the device time of the kernels each launched, each kernel counted once;
+    ``convolution_ms``, the part of it in ranges named ``CONVOLUTION``; ``table``:
+    ``torch.profiler``'s table of the costliest operators."""
 
     steps: int
     wall_ms: float
@@ -84,15 +87,21 @@ def kernel_profile(step: Callable[[], object], steps: int = 3, rows: int = 25) -
     kernels = [e for e in device if e not in copies]
     sort = "self_device_time_total" if cuda else "self_cpu_time_total"
     averages = prof.key_averages()
-    own = {event.key: getattr(event, sort) / 1000 / steps for event in averages}
+    # the host's ranges: on a GPU each kernel's time is also an entry of its own (device_type
+    # CUDA), which would count it twice
+    own = [
+        (event.key.lower(), getattr(event, sort) / 1000 / steps)
+        for event in averages
+        if event.device_type == torch.autograd.DeviceType.CPU
+    ]
     return KernelProfile(
         steps=steps,
         wall_ms=wall * 1000,
         kernels=len(kernels) / steps,
         kernel_ms=sum(e.time_range.elapsed_us() for e in kernels) / 1000 / steps,
         copies=len(copies) / steps,
-        operator_ms=sum(own.values()),
-        convolution_ms=sum(ms for name, ms in own.items() if CONVOLUTION in name),
+        operator_ms=sum(ms for _, ms in own),
+        convolution_ms=sum(ms for name, ms in own if any(c in name for c in CONVOLUTION)),
         gpu=cuda,
         table=averages.table(sort_by=sort, row_limit=rows),
     )

@@ -222,6 +222,9 @@ def test_the_operators_sentence_splits_the_convolutions_from_the_rest_against_ti
     assert "m compiled training: convolutions 1130 ms, the rest 430 ms (1.23x timm's)" in sentence
     assert "m compiled inference: convolutions 320 ms, the rest 60 ms (0.75x timm's)" in sentence
     assert "m timm inference: convolutions 320 ms, the rest 80 ms;" in sentence
+    rows = [["n", "timm", "training", 900.0, 800.0], *rows]  # another model's timm, first
+    sentence = summaries.operator_split(make(columns, rows, labels=3))
+    assert "(1.23x timm's)" in sentence  # m's rest against m's timm, not n's
 
 
 def test_the_counts_sentence_names_each_photo_where_a_column_differs():
