@@ -91,14 +91,13 @@ def prepare_photo(model: keras.Model, image, image_size: int | None = None) -> P
 def photo_detections(photo: PreparedPhoto, out: dict) -> dict[str, np.ndarray]:
     """The last part of [`detect`][lambda_keras.detection.detect]: the model's outputs ``out``
     on ``photo`` (a batch of one) in the photo's pixels, masks pasted, as NumPy arrays."""
-    boxes, masks = photo.transform.to_photo(
-        K.convert_to_tensor(out["boxes"][0]),
-        K.convert_to_tensor(out["masks"][0]),
-        photo.size,
-        photo.shape,
-    )
-    served = outputs(out, boxes, masks)  # reads the model's valid, scores, classes only
-    return {key: np.asarray(K.convert_to_numpy(value)) for key, value in served.items()}
+    transform = photo.transform
+    boxes = transform.boxes_to_photo(K.convert_to_tensor(out["boxes"][0]), photo.size, photo.shape)
+    served = box_outputs(out, boxes)  # reads the model's valid, scores, classes only
+    served = {key: np.asarray(K.convert_to_numpy(value)) for key, value in served.items()}
+    valid = np.asarray(K.convert_to_numpy(out["valid"][0]), bool)
+    masks = transform.masks_on_host(out["masks"][0], served["boxes"], photo.shape, keep=valid)
+    return {**served, "masks": masks.view(np.uint8)}  # the padding's rows empty
 
 
 # TensorFlow: one compiled call per model and canvas (a few canvases: no retracing warning).
@@ -147,13 +146,20 @@ def _photo(image) -> np.ndarray:
 
 def outputs(out: dict, boxes, masks) -> dict:
     """The serving outputs from the model's ``out`` (a batch of one) with ``boxes`` and bool
-    ``masks`` already in the photo's pixels; padding zeroed (``keras.ops``: eager here, inside the
+    ``masks`` already in the photo's pixels; padding zeroed (``keras.ops``, inside the
     SavedModel's graph in [`lambda_keras.detection.serving`][lambda_keras.detection.serving])."""
+    valid = K.convert_to_tensor(out["valid"][0])
+    masks = K.cast(K.logical_and(masks, valid[:, None, None]), "uint8")
+    return {**box_outputs(out, boxes), "masks": masks}
+
+
+def box_outputs(out: dict, boxes) -> dict:
+    """``outputs`` but the masks (eager in [`detect`][lambda_keras.detection.detect], which
+    pastes the masks on the host)."""
     valid = K.convert_to_tensor(out["valid"][0])
     return {
         "boxes": K.where(valid[:, None], boxes, 0.0),
         "scores": K.convert_to_tensor(out["scores"][0]),
         "classes": K.convert_to_tensor(out["classes"][0]),
-        "masks": K.cast(K.logical_and(masks, valid[:, None, None]), "uint8"),
         "num_detections": K.sum(K.cast(valid, "int32")),
     }

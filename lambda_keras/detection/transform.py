@@ -50,8 +50,9 @@ class InputTransform(ModelPart):
     photo in Python (``resized_size``) and inside a TensorFlow graph (``graph_resize``), the
     canvases a photo may be padded to (``canvas`` for ``detect``: the smallest of a few,
     ``compiled_canvas``, or the smallest that holds the photo; ``canvases``: the serving graph's
-    fixed ones), the model's input for one padded photo
-    (``model_inputs``) and the way back into the photo (``to_photo``); ``size_divisible``: the
+    fixed ones), the model's input for one padded photo (``model_inputs``) and the way back
+    into the photo (``to_photo``; for ``detect``, the same as ``boxes_to_photo`` and
+    ``masks_on_host``, the masks pasted with NumPy box by box); ``size_divisible``: the
     multiple each image is padded to inside a larger batch (None: each image fills its canvas).
     Saved with the model (``get_config``)."""
 
@@ -160,10 +161,22 @@ class LetterboxTransform(InputTransform):
         """``(boxes [D, 4] in the photo's pixels, bool masks [D, height, width])`` from the
         model's ``boxes [D, 4]`` and ``masks [D, M, M]``; ``shape`` is the photo's
         ``(height, width)``."""
+        boxes = self.boxes_to_photo(boxes, size, shape)
+        return boxes, ops.paste_masks(masks, boxes, shape)
+
+    def boxes_to_photo(self, boxes: Tensor, size: Tensor, shape: Tensor) -> Tensor:
+        """``to_photo``'s boxes alone."""
         del size
         scale = self._side() / K.max(K.cast(shape, "float32"))
-        boxes = ops.clip_boxes(boxes / scale, shape)
-        return boxes, ops.paste_masks(masks, boxes, shape)
+        return ops.clip_boxes(boxes / scale, shape)
+
+    def masks_on_host(
+        self, masks: np.ndarray, boxes: np.ndarray, shape: tuple[int, int], keep: np.ndarray
+    ) -> np.ndarray:
+        """``to_photo``'s masks computed with NumPy for the ``keep`` rows only (the others
+        empty), from ``boxes`` already in the photo's pixels (``boxes_to_photo``): bool ``[D,
+        height, width]`` for [`detect`][lambda_keras.detection.detect]."""
+        return ops.paste_masks_on_host(masks, boxes, shape, keep)
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")
@@ -231,9 +244,17 @@ class TorchvisionTransform(InputTransform):
         return {"images": padded[None], "image_sizes": K.convert_to_tensor(size, "int32")[None]}
 
     def to_photo(self, boxes: Tensor, masks: Tensor, size: Tensor, shape: Tensor):
-        ratio = K.cast(shape, "float32") / K.cast(size, "float32")
-        boxes = boxes * K.concatenate([ratio, ratio], 0)
+        boxes = self.boxes_to_photo(boxes, size, shape)
         return boxes, ops.paste_masks_torchvision(masks, boxes, shape) >= 0.5
+
+    def boxes_to_photo(self, boxes: Tensor, size: Tensor, shape: Tensor) -> Tensor:
+        ratio = K.cast(shape, "float32") / K.cast(size, "float32")
+        return boxes * K.concatenate([ratio, ratio], 0)
+
+    def masks_on_host(
+        self, masks: np.ndarray, boxes: np.ndarray, shape: tuple[int, int], keep: np.ndarray
+    ) -> np.ndarray:
+        return ops.paste_masks_torchvision_on_host(masks, boxes, shape, keep)
 
     def get_config(self) -> dict:
         return {

@@ -76,6 +76,18 @@ OP_CASES = {
         lambda: ops.paste_masks(z(28, 28), z(1, 4), (32, 32)),
         r"`masks` must have shape \[n, M, M\]; received shape \(28, 28\)",
     ),
+    "paste_on_host_counts": (
+        lambda: ops.paste_masks_on_host(z(2, 28, 28), z(3, 4), (32, 32)),
+        r"`masks` and `boxes` must agree.*\(2, 28, 28\) and \(3, 4\)",
+    ),
+    "paste_torchvision_on_host_boxes": (
+        lambda: ops.paste_masks_torchvision_on_host(z(1, 28, 28), z(1, 5), (32, 32)),
+        r"`boxes` must have shape \[n, 4\]; received shape \(1, 5\)",
+    ),
+    "paste_on_host_image_shape": (
+        lambda: ops.paste_masks_on_host(z(1, 28, 28), z(1, 4), (32, 0)),
+        r"image_shape\[1\]",
+    ),
     "crop_indices": (
         lambda: ops.crop_masks(z(1, 2, 16, 16), z(1, 3, 4), np.zeros((1, 2), "int32")),
         r"`boxes` and `mask_indices` must agree.*\(1, 3, 4\) and \(1, 2\)",

@@ -5,7 +5,8 @@ top/left edge ([boxes][lambda_keras.detection.ops.boxes]); ROIAlign's half-pixel
 [roi_pooling][lambda_keras.detection.ops.roi_pooling]. Backend-neutral ``keras.ops`` with static
 output sizes, usable inside Keras layers on JAX, TensorFlow and PyTorch, under ``jax.jit``,
 ``tf.distribute`` and ``jit_compile=True`` (on TensorFlow, [`nms`][lambda_keras.detection.ops.nms]
-runs TensorFlow's own kernel: [suppression][lambda_keras.detection.ops.suppression]).
+runs TensorFlow's own kernel: [suppression][lambda_keras.detection.ops.suppression]). The
+``*_on_host`` pastes take and return NumPy arrays (a photo's masks after the model).
 """
 
 from lambda_keras.detection.ops.anchors import (
@@ -26,7 +27,13 @@ from lambda_keras.detection.ops.boxes import (
     from_coco,
     to_coco,
 )
-from lambda_keras.detection.ops.masks import crop_masks, paste_masks, paste_masks_torchvision
+from lambda_keras.detection.ops.masks import (
+    crop_masks,
+    paste_masks,
+    paste_masks_on_host,
+    paste_masks_torchvision,
+    paste_masks_torchvision_on_host,
+)
 from lambda_keras.detection.ops.roi_pooling import (
     assign_pyramid_levels,
     multilevel_roi_align,
@@ -53,7 +60,9 @@ __all__ = [
     "multilevel_roi_align",
     "nms",
     "paste_masks",
+    "paste_masks_on_host",
     "paste_masks_torchvision",
+    "paste_masks_torchvision_on_host",
     "pyramid_anchors",
     "roi_align",
     "to_coco",

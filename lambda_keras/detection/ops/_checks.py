@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from keras import ops
 
 # A tensor of the Keras backend (or anything ``keras.ops.convert_to_tensor`` reads).
@@ -26,18 +27,29 @@ def static_shape(t) -> tuple | str:
     return tuple(t.shape) if rank(t) is not None else "unknown"
 
 
-def tensor(name: str, value, rank_: int | None, layout: str, dtype="float32"):
-    """``value`` as a tensor (cast to ``dtype`` when given) of ``rank_`` dimensions if known."""
-    t = ops.convert_to_tensor(value) if dtype is None else ops.convert_to_tensor(value, dtype)
+def tensor(
+    name: str, value, rank_: int | None, layout: str, dtype="float32", on_host: bool = False
+):
+    """``value`` as a tensor (cast to ``dtype`` when given) of ``rank_`` dimensions if known;
+    with ``on_host``, as a NumPy array."""
+    if on_host:
+        t = np.asarray(ops.convert_to_numpy(value), dtype)
+    elif dtype is None:
+        t = ops.convert_to_tensor(value)
+    else:
+        t = ops.convert_to_tensor(value, dtype)
     if rank_ is not None and rank(t) is not None and rank(t) != rank_:
         raise ValueError(f"`{name}` must have shape {layout}; received shape {static_shape(t)}.")
     return t
 
 
-def boxes(name: str, value, rank_: int | None = None, layout: str | None = None):
-    """``value`` as float32 boxes ``[..., 4]`` (of ``rank_`` dimensions if given)."""
+def boxes(
+    name: str, value, rank_: int | None = None, layout: str | None = None, on_host: bool = False
+):
+    """``value`` as float32 boxes ``[..., 4]`` (of ``rank_`` dimensions if given; a NumPy array
+    with ``on_host``)."""
     layout = layout or "[..., 4] (y1, x1, y2, x2)"
-    t = tensor(name, value, rank_, layout)
+    t = tensor(name, value, rank_, layout, on_host=on_host)
     if rank(t) == 0 or (rank(t) is not None and t.shape[-1] not in (None, 4)):
         raise ValueError(f"`{name}` must have shape {layout}; received shape {static_shape(t)}.")
     return t

@@ -1,12 +1,16 @@
 """Instance masks: pasting a box's ``M x M`` mask into the image, and cropping a mask to a box.
 
-**Pasting** ([`paste_masks`][lambda_keras.detection.ops.masks.paste_masks]) follows Detectron2's
+**Pasting** ([`paste_masks`][lambda_keras.detection.ops.paste_masks]) follows Detectron2's
 ``paste_masks_in_image``: the ``M x M`` mask covers its box exactly (mask cell ``k`` spans
 ``[y1 + k h / M, y1 + (k + 1) h / M)``), each image pixel takes the bilinear interpolation of the
 mask at the pixel's centre, with zeros outside the mask (``grid_sample(align_corners=False)``
 with zero padding), so the soft mask fades out over half a mask cell beyond the box edge.
 Bilinear interpolation is separable: the paste is ``R_y @ mask @ R_x^T`` with per-box
-interpolation matrices, no gather.
+interpolation matrices, no gather. Each has a NumPy form for the host
+([`paste_masks_on_host`][lambda_keras.detection.ops.paste_masks_on_host],
+[`paste_masks_torchvision_on_host`][lambda_keras.detection.ops.paste_masks_torchvision_on_host]):
+the same matrices, each box's product over the pixels its matrices reach only, as torchvision
+pastes each mask into its box (``detect``'s last part).
 
 **Cropping** ([`crop_masks`][lambda_keras.detection.ops.masks.crop_masks]): the training target of a
 proposal is the ground-truth mask ROIAligned to ``M x M`` in the proposal's box (Mask R-CNN), with
@@ -15,6 +19,9 @@ the same half-pixel rule.
 
 from __future__ import annotations
 
+import types
+
+import numpy as np
 from keras import ops
 
 from lambda_keras import _validation as v
@@ -22,19 +29,36 @@ from lambda_keras.detection.ops import _checks
 from lambda_keras.detection.ops._checks import Tensor
 from lambda_keras.detection.ops.roi_pooling import _roi_align_flat
 
-__all__ = ["crop_masks", "paste_masks", "paste_masks_torchvision"]
+__all__ = [
+    "crop_masks",
+    "paste_masks",
+    "paste_masks_on_host",
+    "paste_masks_torchvision",
+    "paste_masks_torchvision_on_host",
+]
+
+HOST = types.SimpleNamespace(
+    **{name: getattr(np, name) for name in (
+        "abs", "arange", "floor", "logical_and", "maximum", "minimum", "where"
+    )},
+    cast=lambda x, dtype: np.asarray(x).astype(dtype),
+    one_hot=lambda x, num_classes: np.eye(num_classes, dtype="float32")[x],
+)
+"""The ``keras.ops`` functions the interpolation matrices use, on NumPy arrays: the matrices'
+one rule, computed on the host."""
 
 
-def _interpolation_matrix(start, end, image_size, mask_size: int) -> Tensor:
+def _interpolation_matrix(start, end, image_size, mask_size: int, xp=ops) -> Tensor:
     """``[n, image_size, mask_size]``: weight of mask cell ``k`` at image pixel ``i`` along one
-    axis, for boxes spanning ``[start, end)`` (``[n]``) along it."""
-    centres = ops.arange(image_size, dtype="float32") + 0.5  # [I]
+    axis, for boxes spanning ``[start, end)`` (``[n]``) along it (``xp``: ``keras.ops``, or
+    [`HOST`][lambda_keras.detection.ops.masks.HOST] for NumPy arrays)."""
+    centres = xp.arange(image_size, dtype="float32") + 0.5  # [I]
     extent = (end - start)[:, None]
     # The pixel centre in mask cells, where cell k's centre is at k.
-    pos = (centres[None, :] - start[:, None]) / ops.where(extent > 0, extent, 1.0) * mask_size - 0.5
-    cells = ops.arange(mask_size, dtype="float32")
-    weights = ops.maximum(1.0 - ops.abs(pos[:, :, None] - cells[None, None, :]), 0.0)
-    return ops.where(extent[:, :, None] > 0, weights, 0.0)
+    pos = (centres[None, :] - start[:, None]) / xp.where(extent > 0, extent, 1.0) * mask_size - 0.5
+    cells = xp.arange(mask_size, dtype="float32")
+    weights = xp.maximum(1.0 - xp.abs(pos[:, :, None] - cells[None, None, :]), 0.0)
+    return xp.where(extent[:, :, None] > 0, weights, 0.0)
 
 
 def _transposed(matrices: Tensor) -> Tensor:
@@ -96,25 +120,115 @@ def paste_masks_torchvision(masks: Tensor, boxes: Tensor, image_shape: tuple[int
     return ops.matmul(ops.matmul(rows, padded), _transposed(cols))
 
 
-def _torchvision_matrix(start, end, image_size, mask_size: int) -> Tensor:
-    """``[n, image_size, mask_size + 2]``: torchvision's paste weights along one axis."""
+def _torchvision_matrix(start, end, image_size, mask_size: int, xp=ops) -> Tensor:
+    """``[n, image_size, mask_size + 2]``: torchvision's paste weights along one axis (``xp``
+    as in ``_interpolation_matrix``)."""
     size = mask_size + 2
     centre, half = (start + end) * 0.5, (end - start) * 0.5 * (size / mask_size)
-    first = ops.cast(centre - half, "int32")  # truncation toward zero, as torch's .to(int64)
-    extent = ops.maximum(ops.cast(centre + half, "int32") - first + 1, 1)
-    offset = ops.arange(image_size, dtype="int32")[None, :] - first[:, None]  # [n, I]
-    inside = ops.logical_and(offset >= 0, offset < extent[:, None])
-    scale = float(size) / ops.cast(extent, "float32")[:, None]
-    src = ops.maximum((ops.cast(offset, "float32") + 0.5) * scale - 0.5, 0.0)
-    low = ops.floor(src)
+    first = xp.cast(centre - half, "int32")  # truncation toward zero, as torch's .to(int64)
+    extent = xp.maximum(xp.cast(centre + half, "int32") - first + 1, 1)
+    offset = xp.arange(image_size, dtype="int32")[None, :] - first[:, None]  # [n, I]
+    inside = xp.logical_and(offset >= 0, offset < extent[:, None])
+    scale = float(size) / xp.cast(extent, "float32")[:, None]
+    src = xp.maximum((xp.cast(offset, "float32") + 0.5) * scale - 0.5, 0.0)
+    low = xp.floor(src)
     frac = src - low
     # Clipped: pixels outside the box (masked below) would index past the padded mask.
-    low = ops.minimum(ops.cast(low, "int32"), size - 1)
-    high = ops.minimum(low + 1, size - 1)
+    low = xp.minimum(xp.cast(low, "int32"), size - 1)
+    high = xp.minimum(low + 1, size - 1)
     weights = (
-        ops.one_hot(low, size) * (1.0 - frac)[..., None] + ops.one_hot(high, size) * frac[..., None]
+        xp.one_hot(low, size) * (1.0 - frac)[..., None] + xp.one_hot(high, size) * frac[..., None]
     )
-    return ops.where(inside[..., None], weights, 0.0)
+    return xp.where(inside[..., None], weights, 0.0)
+
+
+def paste_masks_on_host(
+    masks: np.ndarray,
+    boxes: np.ndarray,
+    image_shape: tuple[int, int],
+    keep: np.ndarray | None = None,
+    threshold: float = 0.5,
+) -> np.ndarray:
+    """[`paste_masks`][lambda_keras.detection.ops.paste_masks]'s bool masks, computed
+    with NumPy box by box over the pixels each box's mask reaches (not the whole image per
+    box): for a photo's detections on the host.
+
+    Args:
+        masks: ``[n, M, M]`` mask probabilities; boxes: ``[n, 4]`` ``(y1, x1, y2, x2)`` pixels.
+        image_shape: ``(height, width)`` ints.
+        keep: ``[n]`` bool, the masks to paste (the others stay empty); None pastes all.
+        threshold: Pixels with probability ``>= threshold`` are True.
+
+    Returns:
+        ``[n, height, width]`` bool.
+
+    Examples:
+        >>> import numpy as np
+        >>> from lambda_keras.detection import ops
+        >>> box = np.array([[1.0, 2.0, 3.0, 5.0]])  # rows 1 and 2, columns 2 to 4
+        >>> ops.paste_masks_on_host(np.ones((1, 4, 4)), box, (4, 6))[0].astype(int)
+        array([[0, 0, 0, 0, 0, 0],
+               [0, 0, 1, 1, 1, 0],
+               [0, 0, 1, 1, 1, 0],
+               [0, 0, 0, 0, 0, 0]])
+    """
+    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape)
+    rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
+    cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
+    return _paste_box_by_box(rows, masks, cols, threshold, keep)
+
+
+def paste_masks_torchvision_on_host(
+    masks: np.ndarray,
+    boxes: np.ndarray,
+    image_shape: tuple[int, int],
+    keep: np.ndarray | None = None,
+    threshold: float = 0.5,
+) -> np.ndarray:
+    """[`paste_masks_torchvision`][lambda_keras.detection.ops.paste_masks_torchvision]
+    thresholded, computed as
+    [`paste_masks_on_host`][lambda_keras.detection.ops.paste_masks_on_host] computes
+    ``paste_masks`` (the same arguments): torchvision's rule, bool ``[n, height, width]``."""
+    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape)
+    padded = np.pad(masks, [[0, 0], [1, 1], [1, 1]])
+    rows = _torchvision_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
+    cols = _torchvision_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
+    return _paste_box_by_box(rows, padded, cols, threshold, keep)
+
+
+def _host_arguments(masks, boxes, image_shape):
+    """The host pastes' arguments checked as the ``keras.ops`` pastes check theirs, as float32
+    NumPy arrays and ints."""
+    height = v.positive_int("image_shape[0]", image_shape[0])
+    width = v.positive_int("image_shape[1]", image_shape[1])
+    masks = _checks.tensor("masks", masks, 3, "[n, M, M]", on_host=True)
+    boxes = _checks.boxes("boxes", boxes, 2, "[n, 4]", on_host=True)
+    _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
+    return masks, boxes, (height, width)
+
+
+def _paste_box_by_box(rows, masks, cols, threshold: float, keep) -> np.ndarray:
+    """``rows[i] @ masks[i] @ cols[i].T >= threshold`` for each kept ``i``, over the span of
+    pixels where ``rows[i]`` and ``cols[i]`` have a weight (outside it the product is 0, below
+    any positive threshold)."""
+    pasted = np.zeros((masks.shape[0], rows.shape[1], cols.shape[1]), bool)
+    kept = np.ones(masks.shape[0], bool) if keep is None else np.asarray(keep, bool)
+    row_spans, col_spans = _weighted_span(rows), _weighted_span(cols)
+    for i in np.flatnonzero(kept):
+        (r0, r1), (c0, c1) = row_spans[i], col_spans[i]
+        if r0 < r1 and c0 < c1:
+            product = rows[i, r0:r1] @ masks[i] @ cols[i, c0:c1].T
+            pasted[i, r0:r1, c0:c1] = product >= threshold
+    return pasted
+
+
+def _weighted_span(matrices: np.ndarray) -> np.ndarray:
+    """``[n, 2]``: the first and one past the last pixel of each ``[pixels, cells]`` matrix
+    with a nonzero weight (``(0, 0)`` where none has)."""
+    weighted = (matrices != 0).any(axis=2)  # [n, pixels]
+    first = np.argmax(weighted, axis=1)
+    end = weighted.shape[1] - np.argmax(weighted[:, ::-1], axis=1)
+    return np.where(weighted.any(axis=1)[:, None], np.stack([first, end], axis=1), 0)
 
 
 def crop_masks(

@@ -42,7 +42,7 @@ def coco_results(model, source: CocoSource, *, image_size: int, batch_size: int 
             boxes = ops.clip_boxes(
                 out["boxes"][i][valid] / float(info["scale"][i]), (height, width)
             )
-            masks = _numpy(ops.paste_masks(out["masks"][i][valid], boxes, (height, width)))
+            masks = ops.paste_masks_on_host(out["masks"][i][valid], _numpy(boxes), (height, width))
             coco_boxes = _numpy(ops.to_coco(boxes))
             for box, mask, score, label in zip(
                 coco_boxes, masks, out["scores"][i][valid], out["classes"][i][valid], strict=True

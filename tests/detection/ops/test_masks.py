@@ -47,3 +47,52 @@ def test_crop_picks_each_boxs_mask_and_round_trips():
 def test_bad_image_shape():
     with pytest.raises(ValueError, match=r"image_shape\[0\]"):
         ops.paste_masks(np.ones((1, 4, 4)), np.zeros((1, 4)), (0, 10))
+
+
+def _boxes_of_every_kind(rng, count, height, width):
+    """Boxes inside the image, across its edges, beyond it, a line (no height) and a speck."""
+    y = np.sort(rng.uniform(-0.3 * height, 1.2 * height, (count, 2)), axis=1)
+    x = np.sort(rng.uniform(-0.3 * width, 1.2 * width, (count, 2)), axis=1)
+    boxes = np.stack([y[:, 0], x[:, 0], y[:, 1], x[:, 1]], 1)
+    boxes[0] = [5.0, 6.0, 5.0, 30.0]  # no height
+    boxes[1] = [10.2, 11.7, 10.6, 12.1]  # under a pixel
+    boxes[2] = [-50.0, -40.0, -10.0, -5.0]  # above and left of the image
+    boxes[3] = [0.0, 0.0, float(height), float(width)]  # the whole image
+    return boxes.astype("float32")
+
+
+@pytest.mark.parametrize(
+    "on_host, on_device",
+    [
+        (ops.paste_masks_on_host, ops.paste_masks),
+        (
+            ops.paste_masks_torchvision_on_host,
+            lambda masks, boxes, shape: ops.paste_masks_torchvision(masks, boxes, shape) >= 0.5,
+        ),
+    ],
+    ids=["paste_masks", "paste_masks_torchvision"],
+)
+@pytest.mark.parametrize("shape", [(40, 48), (48, 40), (44, 44)], ids=str)
+def test_the_host_paste_is_the_ops_paste_box_by_box(on_host, on_device, shape):
+    rng = np.random.default_rng(shape[0] * shape[1])
+    boxes = _boxes_of_every_kind(rng, 24, *shape)
+    masks = rng.uniform(size=(24, 14, 14)).astype("float32")
+    masks[3] = 1.0  # the whole image: every pixel
+    keep = rng.uniform(size=24) < 0.75
+    keep[:4] = True
+    expected = numpy(on_device(masks, boxes, shape))
+    got = on_host(masks, boxes, shape, keep)
+    assert got.dtype == bool and got.shape == (24, *shape)
+    np.testing.assert_array_equal(got[keep], expected[keep])
+    assert not got[~keep].any()  # the rows left out stay empty
+    assert got[3, 1:-1, 1:-1].all() and not got[2].any()  # the whole image; none of it
+    np.testing.assert_array_equal(on_host(masks, boxes, shape), expected)  # keep=None: all
+
+
+def test_the_host_paste_at_another_threshold():
+    masks = np.random.default_rng(3).uniform(size=(1, 4, 4)).astype("float32")
+    boxes = np.array([[2.3, 3.1, 17.6, 15.2]], "float32")
+    expected = numpy(ops.paste_masks(masks, boxes, (20, 20), threshold=0.3))
+    got = ops.paste_masks_on_host(masks, boxes, (20, 20), threshold=0.3)
+    np.testing.assert_array_equal(got, expected)
+    assert 0 < got.sum() < numpy(ops.paste_masks(masks, boxes, (20, 20), threshold=0.0)).sum()
