@@ -433,6 +433,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "detection/inference": against("torchvision", "time per photo"),
     "detection/training": detection_training,
     "detection/detections": same_counts("torchvision", "detections per photo"),
+    "detection_host_paste/inference": against("torchvision", "time per photo"),
     "detection_repeat/inference": against("torchvision", "time per photo"),
     "detection_stages/stages": stages_against("torchvision", DETECTION_STAGES, "whole call"),
     "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
