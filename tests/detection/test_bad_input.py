@@ -88,6 +88,10 @@ OP_CASES = {
         lambda: ops.paste_masks_on_host(z(1, 28, 28), z(1, 4), (32, 0)),
         r"image_shape\[1\]",
     ),
+    "paste_on_host_threshold": (
+        lambda: ops.paste_masks_on_host(z(1, 28, 28), z(1, 4), (32, 32), threshold=0.0),
+        r"`threshold` must be a positive number",
+    ),
     "crop_indices": (
         lambda: ops.crop_masks(z(1, 2, 16, 16), z(1, 3, 4), np.zeros((1, 2), "int32")),
         r"`boxes` and `mask_indices` must agree.*\(1, 3, 4\) and \(1, 2\)",

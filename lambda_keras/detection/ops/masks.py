@@ -157,7 +157,8 @@ def paste_masks_on_host(
         masks: ``[n, M, M]`` mask probabilities; boxes: ``[n, 4]`` ``(y1, x1, y2, x2)`` pixels.
         image_shape: ``(height, width)`` ints.
         keep: ``[n]`` bool, the masks to paste (the others stay empty); None pastes all.
-        threshold: Pixels with probability ``>= threshold`` are True.
+        threshold: Pixels with probability ``>= threshold`` are True; positive (a pixel no
+            box reaches is False).
 
     Returns:
         ``[n, height, width]`` bool.
@@ -172,7 +173,7 @@ def paste_masks_on_host(
                [0, 0, 1, 1, 1, 0],
                [0, 0, 0, 0, 0, 0]])
     """
-    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape)
+    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape, threshold)
     rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
     cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
     return _paste_box_by_box(rows, masks, cols, threshold, keep)
@@ -189,16 +190,17 @@ def paste_masks_torchvision_on_host(
     thresholded, computed as
     [`paste_masks_on_host`][lambda_keras.detection.ops.paste_masks_on_host] computes
     ``paste_masks`` (the same arguments): torchvision's rule, bool ``[n, height, width]``."""
-    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape)
+    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape, threshold)
     padded = np.pad(masks, [[0, 0], [1, 1], [1, 1]])
     rows = _torchvision_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
     cols = _torchvision_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
     return _paste_box_by_box(rows, padded, cols, threshold, keep)
 
 
-def _host_arguments(masks, boxes, image_shape):
+def _host_arguments(masks, boxes, image_shape, threshold):
     """The host pastes' arguments checked as the ``keras.ops`` pastes check theirs, as float32
-    NumPy arrays and ints."""
+    NumPy arrays and ints; ``threshold`` positive."""
+    v.positive_number("threshold", threshold)
     height = v.positive_int("image_shape[0]", image_shape[0])
     width = v.positive_int("image_shape[1]", image_shape[1])
     masks = _checks.tensor("masks", masks, 3, "[n, M, M]", on_host=True)
