@@ -97,7 +97,8 @@ def photo_detections(photo: PreparedPhoto, out: dict) -> dict[str, np.ndarray]:
     served = {key: np.asarray(K.convert_to_numpy(value)) for key, value in served.items()}
     valid = np.asarray(K.convert_to_numpy(out["valid"][0]), bool)
     masks = transform.masks_on_host(out["masks"][0], served["boxes"], photo.shape, keep=valid)
-    return {**served, "masks": masks.view(np.uint8)}  # the padding's rows empty
+    served["masks"] = masks.view(np.uint8)  # the padding's rows empty
+    return {key: served[key] for key in ("boxes", "scores", "classes", "masks", "num_detections")}
 
 
 # TensorFlow: one compiled call per model and canvas (a few canvases: no retracing warning).

@@ -88,6 +88,10 @@ OP_CASES = {
         lambda: ops.paste_masks_on_host(z(1, 28, 28), z(1, 4), (32, 0)),
         r"image_shape\[1\]",
     ),
+    "paste_on_host_keep": (
+        lambda: ops.paste_masks_on_host(z(2, 28, 28), z(2, 4), (32, 32), keep=[True]),
+        r"`keep` and `boxes` must agree.*\(1,\) and \(2, 4\)",
+    ),
     "paste_on_host_threshold": (
         lambda: ops.paste_masks_on_host(z(1, 28, 28), z(1, 4), (32, 32), threshold=0.0),
         r"`threshold` must be a positive number",

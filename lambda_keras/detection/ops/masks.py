@@ -37,12 +37,13 @@ __all__ = [
     "paste_masks_torchvision_on_host",
 ]
 
-HOST = types.SimpleNamespace(
+_HOST = types.SimpleNamespace(
     **{name: getattr(np, name) for name in (
         "abs", "arange", "floor", "logical_and", "maximum", "minimum", "where"
     )},
     cast=lambda x, dtype: np.asarray(x).astype(dtype),
-    one_hot=lambda x, num_classes: np.eye(num_classes, dtype="float32")[x],
+    # as keras.ops.one_hot: a row of zeros for an index out of range
+    one_hot=lambda x, num_classes: (x[..., None] == np.arange(num_classes)).astype("float32"),
 )
 """The ``keras.ops`` functions the interpolation matrices use, on NumPy arrays: the matrices'
 one rule, computed on the host."""
@@ -51,7 +52,7 @@ one rule, computed on the host."""
 def _interpolation_matrix(start, end, image_size, mask_size: int, xp=ops) -> Tensor:
     """``[n, image_size, mask_size]``: weight of mask cell ``k`` at image pixel ``i`` along one
     axis, for boxes spanning ``[start, end)`` (``[n]``) along it (``xp``: ``keras.ops``, or
-    [`HOST`][lambda_keras.detection.ops.masks.HOST] for NumPy arrays)."""
+    ``_HOST`` for NumPy arrays)."""
     centres = xp.arange(image_size, dtype="float32") + 0.5  # [I]
     extent = (end - start)[:, None]
     # The pixel centre in mask cells, where cell k's centre is at k.
@@ -156,7 +157,8 @@ def paste_masks_on_host(
     Args:
         masks: ``[n, M, M]`` mask probabilities; boxes: ``[n, 4]`` ``(y1, x1, y2, x2)`` pixels.
         image_shape: ``(height, width)`` ints.
-        keep: ``[n]`` bool, the masks to paste (the others stay empty); None pastes all.
+        keep: ``[n]`` bool, the masks to paste (the others stay empty); None pastes all. A
+            box with a coordinate that is not finite pastes nothing.
         threshold: Pixels with probability ``>= threshold`` are True; positive (a pixel no
             box reaches is False).
 
@@ -173,10 +175,7 @@ def paste_masks_on_host(
                [0, 0, 1, 1, 1, 0],
                [0, 0, 0, 0, 0, 0]])
     """
-    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape, threshold)
-    rows = _interpolation_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
-    cols = _interpolation_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
-    return _paste_box_by_box(rows, masks, cols, threshold, keep)
+    return _paste_on_host(masks, boxes, image_shape, keep, threshold, _interpolation_matrix, 0)
 
 
 def paste_masks_torchvision_on_host(
@@ -190,38 +189,48 @@ def paste_masks_torchvision_on_host(
     thresholded, computed as
     [`paste_masks_on_host`][lambda_keras.detection.ops.paste_masks_on_host] computes
     ``paste_masks`` (the same arguments): torchvision's rule, bool ``[n, height, width]``."""
-    masks, boxes, (height, width) = _host_arguments(masks, boxes, image_shape, threshold)
-    padded = np.pad(masks, [[0, 0], [1, 1], [1, 1]])
-    rows = _torchvision_matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], HOST)
-    cols = _torchvision_matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], HOST)
-    return _paste_box_by_box(rows, padded, cols, threshold, keep)
+    return _paste_on_host(masks, boxes, image_shape, keep, threshold, _torchvision_matrix, 1)
 
 
-def _host_arguments(masks, boxes, image_shape, threshold):
-    """The host pastes' arguments checked as the ``keras.ops`` pastes check theirs, as float32
-    NumPy arrays and ints; ``threshold`` positive."""
+def _paste_on_host(masks, boxes, image_shape, keep, threshold, matrix, pad: int) -> np.ndarray:
+    """Both host pastes: ``matrix`` the rule's interpolation matrices along one axis, for the
+    masks padded with ``pad`` zeros on each side."""
+    masks, boxes, (height, width), kept = _host_arguments(
+        masks, boxes, image_shape, keep, threshold
+    )
+    pasted = np.zeros((len(boxes), height, width), bool)
+    boxes = boxes[kept]
+    with np.errstate(invalid="ignore"):  # a box too far for int32 pixels: no weight there
+        rows = matrix(boxes[:, 0], boxes[:, 2], height, masks.shape[1], _HOST)
+        cols = matrix(boxes[:, 1], boxes[:, 3], width, masks.shape[2], _HOST)
+    masks = np.pad(masks[kept], [[0, 0], [pad, pad], [pad, pad]])
+    for i, ((r0, r1), (c0, c1)) in enumerate(
+        zip(_weighted_span(rows), _weighted_span(cols), strict=True)
+    ):  # outside its span a box's product is 0, below any positive threshold
+        if r0 < r1 and c0 < c1:
+            product = rows[i, r0:r1] @ masks[i] @ cols[i, c0:c1].T
+            pasted[kept[i], r0:r1, c0:c1] = product >= threshold
+    return pasted
+
+
+def _host_arguments(
+    masks, boxes, image_shape, keep, threshold: float
+) -> tuple[np.ndarray, np.ndarray, tuple[int, int], np.ndarray]:
+    """``(masks, boxes, (height, width), kept)``: the host pastes' arguments checked as the
+    ``keras.ops`` pastes check theirs, as float32 NumPy arrays and ints, and the indices of the
+    kept boxes with finite coordinates; ``threshold`` positive."""
     v.positive_number("threshold", threshold)
     height = v.positive_int("image_shape[0]", image_shape[0])
     width = v.positive_int("image_shape[1]", image_shape[1])
     masks = _checks.tensor("masks", masks, 3, "[n, M, M]", on_host=True)
     boxes = _checks.boxes("boxes", boxes, 2, "[n, 4]", on_host=True)
     _checks.same_sizes("masks", masks, "boxes", boxes, axes=1)
-    return masks, boxes, (height, width)
-
-
-def _paste_box_by_box(rows, masks, cols, threshold: float, keep) -> np.ndarray:
-    """``rows[i] @ masks[i] @ cols[i].T >= threshold`` for each kept ``i``, over the span of
-    pixels where ``rows[i]`` and ``cols[i]`` have a weight (outside it the product is 0, below
-    any positive threshold)."""
-    pasted = np.zeros((masks.shape[0], rows.shape[1], cols.shape[1]), bool)
-    kept = np.ones(masks.shape[0], bool) if keep is None else np.asarray(keep, bool)
-    row_spans, col_spans = _weighted_span(rows), _weighted_span(cols)
-    for i in np.flatnonzero(kept):
-        (r0, r1), (c0, c1) = row_spans[i], col_spans[i]
-        if r0 < r1 and c0 < c1:
-            product = rows[i, r0:r1] @ masks[i] @ cols[i, c0:c1].T
-            pasted[i, r0:r1, c0:c1] = product >= threshold
-    return pasted
+    finite = np.isfinite(boxes).all(axis=1)
+    if keep is None:
+        return masks, boxes, (height, width), np.flatnonzero(finite)
+    keep = _checks.tensor("keep", keep, 1, "[n]", dtype="bool", on_host=True)
+    _checks.same_sizes("keep", keep, "boxes", boxes, axes=1)
+    return masks, boxes, (height, width), np.flatnonzero(keep & finite)
 
 
 def _weighted_span(matrices: np.ndarray) -> np.ndarray:

@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pytest
 
@@ -95,4 +97,27 @@ def test_the_host_paste_at_another_threshold():
     expected = numpy(ops.paste_masks(masks, boxes, (20, 20), threshold=0.3))
     got = ops.paste_masks_on_host(masks, boxes, (20, 20), threshold=0.3)
     np.testing.assert_array_equal(got, expected)
-    assert 0 < got.sum() < numpy(ops.paste_masks(masks, boxes, (20, 20), threshold=0.0)).sum()
+    higher = ops.paste_masks_on_host(masks, boxes, (20, 20), threshold=0.7)
+    assert 0 < higher.sum() < got.sum() and not (higher & ~got).any()
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [ops.paste_masks_on_host, ops.paste_masks_torchvision_on_host],
+    ids=lambda paste: paste.__name__,
+)
+def test_the_host_paste_of_a_box_it_cannot_place_is_empty(paste):
+    boxes = np.array(
+        [
+            [np.nan, 0.0, 10.0, 10.0],
+            [0.0, 2.0, 10.0, np.inf],
+            [-3e8, -3e8, -3e8 + 1.0, -3e8 + 1.0],  # pixels past int32 after torchvision's scale
+            [-3e9, 2.0, -3e9 + 0.5, 3.0],  # past int32 itself
+            [2.0, 2.0, 12.0, 14.0],  # a box it places
+        ],
+        "float32",
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # NumPy's casts of such values warn no one
+        pasted = paste(np.ones((5, 7, 7), "float32"), boxes, (16, 16))
+    assert not pasted[:4].any() and pasted[4, 4:10, 4:12].all()
