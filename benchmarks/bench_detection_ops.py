@@ -7,8 +7,12 @@ torchvision's ``ops.nms`` / ``batched_nms`` / ``roi_align`` (``torchvision``), e
 installed. ``nms`` and ``batched_nms`` keep up to 1,000 of ``--boxes`` random boxes (sides 16 to
 256 pixels in an 800 x 1333 image, 80 classes); ``greedy_nms`` is the ``keras.ops`` loop that
 ``nms`` runs on JAX (and on PyTorch without torchvision); ``roi_align`` pools 1,000 boxes to
-7 x 7 from a 200 x 334 x 256 map (stride 4), ``sampling_ratio=2``, ``aligned=True``. Medians of
-``--repeats`` after one warm-up, in milliseconds, ``--threads`` threads per process (default 2).
+7 x 7 from a 200 x 334 x 256 map (stride 4), ``sampling_ratio=2``, ``aligned=True``;
+``mask_head_conv 100`` is one of the mask head's four 3 x 3 convolutions (256 to 256 channels)
+over 100 detections' 14 x 14 maps: ``keras.ops.conv`` on each backend (XLA's own convolution on
+JAX, oneDNN's on TensorFlow and PyTorch) and PyTorch's ``conv2d`` on ``[N, C, H, W]`` maps in
+the ``torchvision`` column (as torchvision's mask head runs it). Medians of ``--repeats`` after
+one warm-up, in milliseconds, ``--threads`` threads per process (default 2).
 
     python benchmarks/bench_detection_ops.py --backends=tensorflow,jax,torch --boxes=1000,5000
 """
@@ -30,6 +34,9 @@ from timing import median_seconds
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 REFERENCES = ("tf.image", "torchvision")
 KEEP = 1000
+MASK_CONV = "mask_head_conv 100"
+MASKS = (100, 14, 14, 256)
+"""The mask head's input at inference: 100 detections' ``14 x 14 x 256`` maps."""
 
 
 def inputs(count: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -43,6 +50,8 @@ def inputs(count: int, seed: int = 0) -> dict[str, np.ndarray]:
         "classes": rng.integers(0, 80, count).astype("int32"),
         "features": rng.normal(size=(1, 200, 334, 256)).astype("float32"),
         "rois": boxes[:KEEP],
+        "masks": rng.normal(size=MASKS).astype("float32"),
+        "kernel": rng.normal(0.0, 0.02, (3, 3, MASKS[-1], MASKS[-1])).astype("float32"),
     }
 
 
@@ -70,6 +79,7 @@ def keras_cells(counts: list[int], repeats: int) -> dict[str, float]:
     greedy = compile_(lambda b, s: ops.greedy_nms(b, s, KEEP, 0.5))
     batched = compile_(lambda b, s, c: ops.batched_nms(b, s, c, KEEP, 0.5))
     pool = compile_(lambda f, r: ops.roi_align(f, r[None], 7, 0.25, 2, True))
+    conv = compile_(lambda x, k: keras.ops.conv(x, k, padding="same"))
     cells = {}
     for count in counts:
         data = {k: keras.ops.convert_to_tensor(v) for k, v in inputs(count).items()}
@@ -79,6 +89,7 @@ def keras_cells(counts: list[int], repeats: int) -> dict[str, float]:
         cells[f"batched_nms {count}"] = _ms(_synced(batched), repeats, b, s, c)
     data = {k: keras.ops.convert_to_tensor(v) for k, v in inputs(KEEP).items()}
     cells["roi_align 1000"] = _ms(_synced(pool), repeats, data["features"], data["rois"])
+    cells[MASK_CONV] = _ms(_synced(conv), repeats, data["masks"], data["kernel"])
     return cells
 
 
@@ -118,6 +129,10 @@ def torchvision_cells(counts: list[int], repeats: int) -> dict[str, float]:
     cells["roi_align 1000"] = _ms(
         torchvision.ops.roi_align, repeats, features, rois, 7, 0.25, 2, True
     )
+    masks = torch.from_numpy(data["masks"]).permute(0, 3, 1, 2).contiguous()  # as torchvision's
+    kernel = torch.from_numpy(data["kernel"]).permute(3, 2, 0, 1).contiguous()
+    with torch.inference_mode():
+        cells[MASK_CONV] = _ms(torch.nn.functional.conv2d, repeats, masks, kernel, None, 1, 1)
     return cells
 
 
@@ -186,7 +201,7 @@ def main(argv=None) -> None:
     missing = [c for c in [*args.backends, *REFERENCES] if not installed(c)]
     results = {column: run_child(column, args) for column in columns}
     cells = [f"{op} {n}" for n in args.boxes for op in ("nms", "greedy_nms", "batched_nms")]
-    cells.append("roi_align 1000")
+    cells += ["roi_align 1000", MASK_CONV]
     table = Table(
         "ops",
         f"detection ops, {args.threads} threads per process, median ms of {args.repeats}",

@@ -27,6 +27,7 @@ def test_bench_detection_ops_prints_every_op_on_every_backend():
     columns = [c.strip() for c in header.strip("|").split("|")][1:]
     assert columns[:2] == ["tensorflow", "jax"] and "tf.image" in columns
     rows = {line.split("|")[1].strip(): line for line in lines if line.startswith("| ")}
-    for op in ("nms 300", "greedy_nms 300", "batched_nms 300", "roi_align 1000"):
+    ops = ("nms 300", "greedy_nms 300", "batched_nms 300", "roi_align 1000", "mask_head_conv 100")
+    for op in ops:
         cells = [c.strip() for c in rows[op].strip("|").split("|")[1:]]
         assert all(float(cells[i]) > 0 for i in (0, 1)), rows[op]
