@@ -15,10 +15,14 @@ sample photos in three shapes (landscape, upright, square) at torchvision's prep
 (shorter side 800, longer at most 1333): torchvision's ``model([image])``,
 ``lambda_keras.detection.detect(model, photo)`` on each backend (resize, the model and the
 pasting of the masks into the photo) and, on TensorFlow, the exported SavedModel's
-``serving_default``. Seconds per photo, and a second table of how many detections each column
-kept on each photo. Without torchvision the Keras models keep their own random weights (a note
-says so): their detections, and so their mask pasting, differ. Where each photo's time goes,
-stage by stage: ``bench_detection_stages.py``.
+``serving_default``. Seconds per photo, a second table of how many detections each column
+kept on each photo, and a third of the minor page faults of one more call per photo (memory the
+call touched for the first time since the allocator mapped it: glibc's allocator maps large
+buffers anew and returns them when freed, unless told otherwise; TensorFlow's keeps its own).
+``--glibc-heap`` starts every column's process, torchvision's too, with glibc's allocator
+keeping the memory it frees (``GLIBC_KEPT``). Without torchvision the Keras models keep their
+own random weights (a note says so): their detections, and so their mask pasting, differ.
+Where each photo's time goes, stage by stage: ``bench_detection_stages.py``.
 
 **Training** (``--tables=training``): one step (``train_on_batch``, SGD with momentum and a zero
 learning rate, so that every timed step starts from the same weights) of each
@@ -35,6 +39,8 @@ step.
     python benchmarks/bench_detection.py --backends=tensorflow,jax,torch \\
         --output=benchmarks/results/detection.json
     python benchmarks/bench_detection.py --tables=training --sizes=512 --models=resnet_rs50
+    python benchmarks/bench_detection.py --backends=tensorflow,jax,torch --tables=inference \\
+        --glibc-heap --output=benchmarks/results/detection_glibc_heap.json
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ import numpy as np
 from arguments import names, positive_int, sizes
 from children import run_columns
 from results import Table, add_output_argument, write
-from timing import median_seconds, synchronized, torch_device
+from timing import median_seconds, page_faults, synchronized, torch_device
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 SIZE_MULTIPLE = 64  # lambda_keras.detection.image_size.SIZE_MULTIPLE (not imported: no Keras)
@@ -58,6 +64,17 @@ BACKBONES = [f"{f}{d}" for f in ("lambda_resnet", "resnet_rs") for d in (50, 101
 CONVERTED = "maskrcnn_resnet50_fpn"  # torchvision's architecture: a row with a torchvision cell
 MODELS = [CONVERTED, *BACKBONES]
 PHOTOS = ("china", "flower, upright", "china, square")
+GLIBC_KEPT = {
+    "MALLOC_ARENA_MAX": "1",
+    "MALLOC_MMAP_MAX_": "0",
+    "MALLOC_TRIM_THRESHOLD_": "4294967296",
+}
+"""``--glibc-heap``: every column's process starts with glibc's allocator keeping the memory it
+frees for the next call. One arena for all threads (a thread's own arena maps each buffer above
+its 64 MiB heap anew and unmaps it when freed, and drops a heap when it empties: XLA's CPU threads
+allocate the compiled program's scratch memory and YNNPACK's buffers there); no buffer mapped
+apart from the heap; 4 GiB of free memory at the heap's top kept. Without them each call touches
+most of its memory for the first time again (the page faults table)."""
 # Every timed step starts from the same weights: a step that learned would move random weights
 # far in a few steps, and how many proposals NMS keeps (so how many RoIs the heads of
 # torchvision and of the eager backends take) would drift apart from step to step and backend
@@ -107,6 +124,7 @@ def keras_cells(args) -> dict[str, float]:
                 lambda p=photo, last=last: last.update(detect(model, p)), args.repeats, warmups=1
             )
             cells[f"found {name}"] = int(last["num_detections"])
+            cells[f"faults {name}"] = page_faults(lambda p=photo: detect(model, p))
         if keras.backend.backend() == "tensorflow":
             cells.update(_saved_model_cells(model, args))
     if "training" in args.tables:
@@ -174,6 +192,7 @@ def torchvision_cells(args) -> dict[str, float]:
 
             cells[f"infer {name}"] = median_seconds(synchronized(infer), args.repeats, warmups=1)
             cells[f"found {name}"] = len(last["boxes"])
+            cells[f"faults {name}"] = page_faults(synchronized(infer))
     if "training" in args.tables and CONVERTED in args.models:
         for size in args.sizes:
             cells[f"step {CONVERTED} {size}"] = _torchvision_step(size, args)
@@ -282,35 +301,41 @@ def column_backend(column: str) -> str:
 
 
 def inference_tables(results: dict, columns: list[str]) -> list[Table]:
-    """Seconds per photo, and how many detections each column kept on each photo (the mask
-    head's and the pasting's work grow with them)."""
+    """Seconds per photo; how many detections each column kept on each photo (the mask head's
+    and the pasting's work grow with them); and the minor page faults of one call per photo
+    after the timed ones (the memory a call touches for the first time, which the allocator
+    mapped anew)."""
     keras_columns = [c for c in columns if c in KERAS_BACKENDS]
+    reference = [c for c in columns if c == "torchvision"]
     serving = ["tensorflow SavedModel"] if "tensorflow" in columns else []
-    header = ["photo", *[c for c in columns if c == "torchvision"], *keras_columns, *serving]
-    times = Table(
-        "inference",
-        "maskrcnn_resnet50_fpn at torchvision's preprocessing, seconds per photo "
-        "(lambda_keras: detect(model, photo))",
-        header,
-    )
-    found = Table(
-        "detections",
-        "maskrcnn_resnet50_fpn at torchvision's preprocessing, detections per photo",
-        header,
-        digits=[0] * len(header),
-        plot="none",
-    )
-    for table, cell, served in ((times, "infer", "serve"), (found, "found", "served")):
+    title = "maskrcnn_resnet50_fpn at torchvision's preprocessing"
+    header = ["photo", *reference, *keras_columns]
+    counts = {"digits": [0] * (len(header) + len(serving)), "plot": "none"}
+    tables = [
+        Table(
+            "inference",
+            f"{title}, seconds per photo (lambda_keras: detect(model, photo))",
+            header + serving,
+        ),
+        Table("detections", f"{title}, detections per photo", header + serving, **counts),
+        Table(
+            "page_faults",
+            f"{title}, minor page faults of one call per photo",
+            header,
+            digits=[0] * len(header),
+            plot="none",
+        ),
+    ]
+    cells = (("infer", "serve"), ("found", "served"), ("faults", None))
+    for table, (cell, served) in zip(tables, cells, strict=True):
         table.print_header()
         for name in PHOTOS:
-            row = [name]
-            row += [results[c].get(f"{cell} {name}") for c in columns if c == "torchvision"]
-            row += [results[c].get(f"{cell} {name}") for c in keras_columns]
-            row += [results["tensorflow"].get(f"{served} {name}") for _ in serving]
+            row = [name, *[results[c].get(f"{cell} {name}") for c in reference + keras_columns]]
+            row += [results["tensorflow"].get(f"{served} {name}") for _ in serving if served]
             table.add(*row)
-        if "torchvision" not in columns:
+        if not reference:
             table.note("torchvision not installed: the Keras models keep their own random weights.")
-    return [times, found]
+    return tables
 
 
 def training_table(results: dict, columns: list[str], args) -> Table:
@@ -340,9 +365,20 @@ def add_column_arguments(parser: argparse.ArgumentParser) -> None:
     ``--output`` and the children's own two."""
     parser.add_argument("--repeats", type=positive_int, default=3)
     parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument(
+        "--glibc-heap", action="store_true",
+        help="start every column's process, torchvision's too, with glibc's allocator keeping "
+        "the memory it frees (GLIBC_KEPT)",
+    )
     add_output_argument(parser)
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--workdir", default=None, help=argparse.SUPPRESS)
+
+
+def glibc_heap_note() -> str:
+    """What ``--glibc-heap`` set, for the tables' notes."""
+    settings = " ".join(f"{name}={value}" for name, value in GLIBC_KEPT.items())
+    return f"every column's process started with glibc's allocator keeping its memory: {settings}"
 
 
 def parse(argv):
@@ -384,6 +420,7 @@ def measure_columns(script: str, wanted: list[str], args, argv: list[str], write
         args.threads,
         column_backend,
         lambda so_far: write(so_far, [c for c in columns if c in so_far], missing, args),
+        GLIBC_KEPT if args.glibc_heap else None,
     )
     write(results, columns, missing, args)
 
@@ -395,12 +432,18 @@ def write_tables(results: dict, columns: list[str], missing: list[str], args) ->
         tables += inference_tables(results, columns)
     if "training" in args.tables:
         tables.append(training_table(results, columns, args))
+    if args.glibc_heap:
+        for table in tables:
+            table.note(glibc_heap_note())
     if missing:
         tables[-1].note(f"not installed, left out: {', '.join(missing)}")
     failed = [c for c in columns if not results[c]]
     if failed:
         tables[-1].note(f"failed (empty cells, message above): {', '.join(failed)}")
-    write(args.output, "bench_detection", tables, threads=args.threads, repeats=args.repeats)
+    write(
+        args.output, "bench_detection", tables,
+        threads=args.threads, repeats=args.repeats, glibc_heap=args.glibc_heap,
+    )
 
 
 if __name__ == "__main__":

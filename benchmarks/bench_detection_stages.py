@@ -46,6 +46,7 @@ from bench_detection import (
     PHOTOS,
     add_column_arguments,
     convert_weights,
+    glibc_heap_note,
     measure_columns,
     photos,
     torchvision_input,
@@ -317,7 +318,9 @@ def write_table(results: dict, columns: list[str], missing: list[str], args) -> 
     failed = [c for c in columns if not results[c]]
     if failed:
         table.note(f"failed (empty cells, message above): {', '.join(failed)}")
-    settings = {"threads": args.threads, "repeats": args.repeats}
+    if args.glibc_heap:
+        table.note(glibc_heap_note())
+    settings = {"threads": args.threads, "repeats": args.repeats, "glibc_heap": args.glibc_heap}
     write(args.output, "bench_detection_stages", [table], **settings)
 
 

@@ -46,9 +46,11 @@ def run_columns(
     threads: int,
     backend_of: Callable[[str], str],
     write_so_far: Callable[[dict], None],
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, dict]:
     """One child process of ``script`` per column, in order (``argv`` less ``--output``, with
     ``--child=<column>`` and a ``--workdir`` all the children share): ``{column: its JSON}``.
+    ``extra_env`` is added to every child's environment (the same for every column).
     After each column but the last, ``write_so_far(results)`` runs with its printing silenced:
     a run stopped midway keeps the columns it measured."""
     results: dict[str, dict] = {}
@@ -57,7 +59,7 @@ def run_columns(
         for column in columns:
             command = [sys.executable, os.path.abspath(script), *passed]
             command += [f"--child={column}", f"--workdir={workdir}"]
-            env = child_env(backend_of(column), threads)
+            env = child_env(backend_of(column), threads, **(extra_env or {}))
             results[column] = run_json_child(column, command, env)
             if column != columns[-1]:
                 with contextlib.redirect_stdout(io.StringIO()):
