@@ -365,6 +365,23 @@ def operator_split(table: Table) -> str:
     return "The operators' own time per profiled step: " + "; ".join(parts) + "."
 
 
+def spans(what: str):
+    """Each value column's smallest and largest value over the rows, as counted."""
+
+    def sentence(table: Table) -> str:
+        parts = []
+        for k, column in enumerate(table.columns):
+            values = [row[k] for row in table.rows if is_number(row[k])]
+            if table.kind_of(k) != "value" or not values:
+                continue
+            low, high = min(values), max(values)
+            span = f"{low:,}" if low == high else f"{low:,}-{high:,}"
+            parts.append(f"{plain(column)} {span}")
+        return f"{what[:1].upper()}{what[1:]}: " + ", ".join(parts) + "."
+
+    return sentence
+
+
 def same_counts(reference: str, what: str):
     """Whether each other column counted what ``reference`` counted on every row."""
 
@@ -435,6 +452,10 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "detection/detections": same_counts("torchvision", "detections per photo"),
     "detection_host_paste/inference": against("torchvision", "time per photo"),
     "detection_repeat/inference": against("torchvision", "time per photo"),
+    "detection_page_faults/inference": against("torchvision", "time per photo"),
+    "detection_page_faults/page_faults": spans("minor page faults of one call per photo"),
+    "detection_glibc_heap/inference": against("torchvision", "time per photo"),
+    "detection_glibc_heap/page_faults": spans("minor page faults of one call per photo"),
     "detection_stages/stages": stages_against("torchvision", DETECTION_STAGES, "whole call"),
     "detection_ops/ops": pairs("time", ("tensorflow", "tf.image"), ("torch", "torchvision")),
     "build/build": ready_times,

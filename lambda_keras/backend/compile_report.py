@@ -71,9 +71,9 @@ class CompileReport(keras.callbacks.Callback):
         if getattr(step, "glibc_heap", False) and heap and not self._heap_reported:
             self._heap_reported = True
             self.print_fn(
-                f"lambda_keras: glibc keeps buffers below {heap['M_MMAP_THRESHOLD'] >> 20} MiB "
-                f"and up to {(heap['M_TRIM_THRESHOLD'] + 1) >> 30} GiB of free memory in its heap "
-                f"for the compiled steps on this CPU ({glibc_heap.VARIABLE}=0 leaves it alone)"
+                "lambda_keras: glibc keeps the buffers it frees, and up to "
+                f"{(heap['M_TRIM_THRESHOLD'] + 1) >> 30} GiB of free memory, in its heap for the "
+                f"compiled steps on this CPU ({glibc_heap.VARIABLE}=0 leaves it alone)"
             )
         if step.eager_reason is not None and key not in self._eager:
             self._eager.add(key)

@@ -1,4 +1,4 @@
-"""glibc's allocator on a CPU: a compiled step's large buffers kept in the heap between steps.
+"""glibc's allocator on a CPU: the buffers a compiled step or `detect` frees kept in the heap.
 
 A step compiled by Inductor allocates its buffers anew at every call and frees them before it
 returns; Keras' and timm's eager steps free and reallocate one tensor at a time. glibc maps a
@@ -10,17 +10,26 @@ gives it back, and the next step touches every page of it for the first time aga
 page fault per page. The compiled training step of the port of timm's LambdaResNet-50 (batch 8,
 224 px, 2 CPU cores) had about 180,000 page faults a step where timm's and Keras' eager steps
 had a handful, and trained slower than timm (the benchmarks page, "PyTorch: compiled steps
-against timm").
+against timm"). A Mask R-CNN's call on a photo is the same at a larger scale: its feature maps
+are above 32 MiB, so glibc maps them anew at every photo whatever its threshold (the benchmarks
+page counts the page faults of `detect` and torchvision per photo).
 
 [`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap], called by each
-step compiled for a CPU, sets two of glibc's settings with ``mallopt``, once, for the whole
-process: buffers below [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD] come
-from the heap, and the heap keeps up to
-[`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD] of free memory for the next
-step, as PyTorch's caching allocator keeps a GPU's memory. The process's resident memory then
-stays near its peak after a step, where glibc would have returned some of it. Buffers of 32 MiB
-and more (in float32, a map of 112x112x64 or 56x56x256 from a batch of 11 images on) are still
-mapped and returned at every step.
+step compiled for a CPU and by [`detect`][lambda_keras.detection.detect] on a CPU on JAX and
+PyTorch, sets two of glibc's settings with ``mallopt``, once, for the whole process: no buffer
+is mapped apart from the heap ([`MMAP_MAX`][lambda_keras.backend.glibc_heap.MMAP_MAX]), and
+the heap keeps up to [`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD] of free
+memory for the next call, as PyTorch's caching allocator keeps a GPU's memory and TensorFlow's
+allocator keeps a CPU's. The process's resident memory then stays near its peak, where glibc
+would have returned some of it.
+
+What ``mallopt`` cannot reach: the threads' own arenas. glibc gives a thread that allocates an
+arena of its own, whose heaps hold up to 64 MiB; it maps a larger buffer apart whatever the
+settings, and unmaps a heap that empties. JAX's compiled programs allocate their scratch
+memory (about 850 MiB for a Mask R-CNN on an 832 x 1216 canvas) on XLA's threads, so on JAX
+these settings take away about a third of `detect`'s page faults. glibc's variables set before
+the process starts (``MALLOC_ARENA_MAX=1``: one arena for every thread) take away the rest;
+the backends page says how.
 
 The user's choice wins: nothing is set where ``LAMBDA_KERAS_GLIBC_HEAP=0``, or where the
 environment sets glibc's own variables for these settings (``MALLOC_MMAP_THRESHOLD_``,
@@ -40,20 +49,21 @@ from collections.abc import Callable, Mapping
 from lambda_keras.backend.switches import read_switch
 
 __all__ = [
-    "GLIBC_TUNABLES", "GLIBC_VARIABLES", "MMAP_THRESHOLD", "TRIM_THRESHOLD", "VARIABLE", "applied",
+    "GLIBC_TUNABLES", "GLIBC_VARIABLES", "MMAP_MAX", "TRIM_THRESHOLD", "VARIABLE", "applied",
     "glibc_serves_malloc", "keep_buffers_in_heap",
 ]
 
 VARIABLE = "LAMBDA_KERAS_GLIBC_HEAP"
 """``0`` (or ``off``, ``false``) leaves glibc's settings as they are; unset or ``1`` (``on``,
-``true``), a compiled step on a CPU sets them
+``true``), a compiled step on a CPU and [`detect`][lambda_keras.detection.detect] on a CPU
+(JAX, PyTorch) set them
 ([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap];
 [`switches`][lambda_keras.backend.switches])."""
 
-MMAP_THRESHOLD = 32 * 1024 * 1024
-"""Bytes: glibc serves buffers below this size from its heap (``M_MMAP_THRESHOLD``; 32 MiB is
-the most ``mallopt`` takes on 64-bit machines, and as far as glibc raises the threshold by
-itself)."""
+MMAP_MAX = 0
+"""How many buffers glibc may map apart from its heap at once (``M_MMAP_MAX``): none, so that
+every buffer of the main arena comes from the heap, whatever its size (glibc still maps one
+where the heap cannot grow)."""
 
 TRIM_THRESHOLD = 2**31 - 1
 """Bytes of free memory at the top of its heap that glibc keeps instead of giving them back
@@ -70,7 +80,7 @@ GLIBC_TUNABLES = tuple(
 )
 """The same settings as ``GLIBC_TUNABLES`` names them (``name=value`` pairs joined by ``:``)."""
 
-_SETTINGS = {"M_MMAP_THRESHOLD": (-3, MMAP_THRESHOLD), "M_TRIM_THRESHOLD": (-1, TRIM_THRESHOLD)}
+_SETTINGS = {"M_MMAP_MAX": (-4, MMAP_MAX), "M_TRIM_THRESHOLD": (-1, TRIM_THRESHOLD)}
 """Each setting by its name in ``<malloc.h>``: its code there and the value set."""
 _applied: dict[str, int] | None = None
 
@@ -80,8 +90,8 @@ def keep_buffers_in_heap(
     mallopt: Callable[[int, int], int] | None = None,
     libc: str | None = None,
 ) -> bool:
-    """Sets glibc's mmap threshold to
-    [`MMAP_THRESHOLD`][lambda_keras.backend.glibc_heap.MMAP_THRESHOLD] and its trim threshold to
+    """Sets glibc's most mapped buffers to
+    [`MMAP_MAX`][lambda_keras.backend.glibc_heap.MMAP_MAX] and its trim threshold to
     [`TRIM_THRESHOLD`][lambda_keras.backend.glibc_heap.TRIM_THRESHOLD], once per process,
     unless ``LAMBDA_KERAS_GLIBC_HEAP=0``, glibc's own variables are in ``environ``, the C
     library is not glibc, or another allocator serves ``malloc``.
@@ -102,8 +112,8 @@ def keep_buffers_in_heap(
     global _applied
     on = read_switch(
         environ, VARIABLE, "1",
-        "1 (keep a compiled step's buffers in glibc's heap, the default) or 0 (leave glibc's "
-        "settings alone)",
+        "1 (keep the buffers of a compiled step and of detect on a CPU in glibc's heap, the "
+        "default) or 0 (leave glibc's settings alone)",
     )
     if _applied is not None:
         return True
@@ -124,8 +134,7 @@ def keep_buffers_in_heap(
 
 def applied() -> dict[str, int] | None:
     """The settings [`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap]
-    made in this process (``{"M_MMAP_THRESHOLD": bytes, "M_TRIM_THRESHOLD": bytes}``), or
-    None."""
+    made in this process (``{"M_MMAP_MAX": buffers, "M_TRIM_THRESHOLD": bytes}``), or None."""
     return None if _applied is None else dict(_applied)
 
 

@@ -11,6 +11,7 @@ import keras
 import numpy as np
 from keras import ops as K
 
+from lambda_keras.backend import devices, glibc_heap
 from lambda_keras.detection.ops._checks import Tensor
 from lambda_keras.detection.transform import InputTransform
 
@@ -29,6 +30,12 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     ([`compiled_canvas`][lambda_keras.detection.transform.TorchvisionTransform.compiled_canvas]: one
     compiled program per canvas, a few for photos of every size); on eager PyTorch only to the
     next multiple of 64 (the same detections: the model zeroes its maps beyond the photo).
+
+    On a CPU on JAX and PyTorch the first call has glibc keep the memory the calls free in its
+    heap for the next photo, for the whole process
+    ([`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap];
+    ``LAMBDA_KERAS_GLIBC_HEAP=0`` leaves glibc alone): by default glibc maps each feature map
+    anew at every photo and returns it after, and the next photo faults its pages in again.
 
     Args:
         model: A [`MaskRCNN`][lambda_keras.detection.MaskRCNN].
@@ -58,7 +65,15 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     photo = prepare_photo(model, image, image_size)
+    _keep_buffers_on_cpu()
     return photo_detections(photo, _predict(model, photo.inputs))
+
+
+def _keep_buffers_on_cpu() -> None:
+    """glibc's heap keeps the memory freed between photos on a CPU where the backend's
+    allocator does not keep it itself (JAX, PyTorch; TensorFlow's does)."""
+    if keras.backend.backend() in ("jax", "torch") and not devices.has_accelerator():
+        glibc_heap.keep_buffers_in_heap()
 
 
 @dataclasses.dataclass(frozen=True)

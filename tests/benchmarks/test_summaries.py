@@ -239,6 +239,18 @@ def test_the_counts_sentence_names_each_photo_where_a_column_differs():
     )
 
 
+def test_the_spans_sentence_gives_each_column_s_smallest_and_largest_count():
+    faults = make(
+        ["photo", "torchvision", "tensorflow", "jax"],
+        [("china", 500900, 3175, 456234), ("flower", 628883, 3175, None)],
+        plot="none",
+    )
+    assert summaries.spans("minor page faults of one call per photo")(faults) == (
+        "Minor page faults of one call per photo: torchvision 500,900-628,883, "
+        "tensorflow 3,175, jax 456,234."
+    )
+
+
 def test_the_stages_sentence_names_where_each_column_spends_more_over_the_photos():
     stages = ("backbone", "mask head")
     table = make(

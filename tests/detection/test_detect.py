@@ -1,9 +1,11 @@
 """detect: one photo of any shape through the model's transform, the detections back in the
 photo's pixels, and a bad photo named before anything runs."""
 
+import keras
 import numpy as np
 import pytest
 
+from lambda_keras.backend import devices, glibc_heap
 from lambda_keras.detection import detect
 from tests.detection.tiny import tiny_detector
 
@@ -107,3 +109,19 @@ def _assert_same_detections(found, expected):
         np.testing.assert_allclose(found[key], expected[key], rtol=1e-4, atol=1e-3)
     np.testing.assert_array_equal(found["classes"], expected["classes"])
     assert np.mean(found["masks"] != expected["masks"]) < 1e-3
+
+
+def test_on_a_cpu_glibc_keeps_the_buffers_where_the_backend_s_allocator_does_not(
+    detector, monkeypatch
+):
+    """JAX and PyTorch on a CPU: glibc's settings (once per process, the switch and the user's
+    own variables read by keep_buffers_in_heap); TensorFlow's allocator keeps its own memory;
+    nothing is set before the photo is checked."""
+    calls = []
+    monkeypatch.setattr(glibc_heap, "keep_buffers_in_heap", lambda: calls.append(1) or True)
+    with pytest.raises(ValueError, match="height, width, 3"):
+        detect(detector, np.zeros((32, 32), "uint8"), image_size=64)
+    assert calls == []
+    detect(detector, np.zeros((40, 56, 3), "uint8"), image_size=64)
+    on_cpu = keras.backend.backend() in ("jax", "torch") and not devices.has_accelerator()
+    assert calls == ([1] if on_cpu else [])
