@@ -14,15 +14,19 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "benchmarks" / "bench_detection.py"
 
 
-def test_the_size_multiple_is_the_package_s():
+def _bench_detection():
     sys.path.insert(0, str(SCRIPT.parent))
     try:
         import bench_detection
     finally:
         sys.path.remove(str(SCRIPT.parent))
+    return bench_detection
+
+
+def test_the_size_multiple_is_the_package_s():
     from lambda_keras.detection.image_size import SIZE_MULTIPLE
 
-    assert bench_detection.SIZE_MULTIPLE == SIZE_MULTIPLE
+    assert _bench_detection().SIZE_MULTIPLE == SIZE_MULTIPLE
 
 
 @pytest.mark.slow
@@ -52,15 +56,6 @@ def test_bench_detection_times_every_backend(tmp_path):
     assert labels == [["maskrcnn_resnet50_fpn, converted", 128], ["MaskRCNN, resnet_rs50", 128]]
     assert all(cell > 0 for row in training["rows"] for cell in row[-2:])
     assert "| china |" in result.stdout
-
-
-def _bench_detection():
-    sys.path.insert(0, str(SCRIPT.parent))
-    try:
-        import bench_detection
-    finally:
-        sys.path.remove(str(SCRIPT.parent))
-    return bench_detection
 
 
 def test_the_inference_tables_count_page_faults_per_column_but_the_saved_model():
