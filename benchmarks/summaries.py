@@ -377,7 +377,8 @@ def spans(what: str):
             low, high = min(values), max(values)
             span = f"{low:,}" if low == high else f"{low:,}-{high:,}"
             parts.append(f"{plain(column)} {span}")
-        return f"{what[:1].upper()}{what[1:]}: " + ", ".join(parts) + "."
+        counted = ", ".join(parts) if parts else "none counted"
+        return f"{what[:1].upper()}{what[1:]}: {counted}."
 
     return sentence
 

@@ -11,8 +11,9 @@ page fault per page. The compiled training step of the port of timm's LambdaResN
 224 px, 2 CPU cores) had about 180,000 page faults a step where timm's and Keras' eager steps
 had a handful, and trained slower than timm (the benchmarks page, "PyTorch: compiled steps
 against timm"). A Mask R-CNN's call on a photo is the same at a larger scale: its feature maps
-are above 32 MiB, so glibc maps them anew at every photo whatever its threshold (the benchmarks
-page counts the page faults of `detect` and torchvision per photo).
+are above 32 MiB, the largest mmap threshold, so glibc maps them anew at a photo unless a free
+part of its heap holds them (the benchmarks page counts the page faults of `detect` and
+torchvision per photo).
 
 [`keep_buffers_in_heap`][lambda_keras.backend.glibc_heap.keep_buffers_in_heap], called by each
 step compiled for a CPU and by [`detect`][lambda_keras.detection.detect] on a CPU on JAX and
@@ -23,13 +24,20 @@ memory for the next call, as PyTorch's caching allocator keeps a GPU's memory an
 allocator keeps a CPU's. The process's resident memory then stays near its peak, where glibc
 would have returned some of it.
 
-What ``mallopt`` cannot reach: the threads' own arenas. glibc gives a thread that allocates an
-arena of its own, whose heaps hold up to 64 MiB; it maps a larger buffer apart whatever the
-settings, and unmaps a heap that empties. JAX's compiled programs allocate their scratch
-memory (about 850 MiB for a Mask R-CNN on an 832 x 1216 canvas) on XLA's threads, so on JAX
-these settings take away about a third of `detect`'s page faults. glibc's variables set before
-the process starts (``MALLOC_ARENA_MAX=1``: one arena for every thread) take away the rest;
-the backends page says how.
+What these settings cannot reach: the threads' own arenas' large buffers. glibc gives a thread
+that allocates an arena of its own, whose heaps hold up to 64 MiB; it maps a larger buffer apart
+whatever ``M_MMAP_MAX`` says, and unmaps a heap of the arena that empties (a top pad of 64 MiB,
+which should keep such heaps, did not change the count on JAX). JAX's compiled programs
+allocate their scratch memory on XLA's threads (one buffer of about 850 MiB per call for a Mask
+R-CNN on an 832 x 1216 canvas, seen in a debugger), so on JAX these settings take away between
+a fifth and a third of `detect`'s page faults. glibc's variables set before the process starts
+(``MALLOC_ARENA_MAX=1``: one arena for every thread) take away the rest; the backends page says
+how. A ``mallopt`` of ``M_ARENA_MAX`` once the threads have their arenas changes nothing.
+
+The cost: the process keeps the memory it freed. With no buffer mapped apart, glibc returns
+memory only from the top of its heap, above the trim threshold: a large buffer freed below a
+block still in use stays with the process (``malloc_trim(0)`` from ``ctypes`` asks glibc to
+give back what it can).
 
 The user's choice wins: nothing is set where ``LAMBDA_KERAS_GLIBC_HEAP=0``, or where the
 environment sets glibc's own variables for these settings (``MALLOC_MMAP_THRESHOLD_``,
@@ -68,7 +76,7 @@ where the heap cannot grow)."""
 TRIM_THRESHOLD = 2**31 - 1
 """Bytes of free memory at the top of its heap that glibc keeps instead of giving them back
 (``M_TRIM_THRESHOLD``): 2 GiB, a cap chosen so that a process whose steps once needed more
-returns the rest (``-1`` would never trim)."""
+returns the rest at the heap's top (``-1`` would never trim)."""
 
 GLIBC_VARIABLES = (
     "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "MALLOC_MMAP_MAX_",

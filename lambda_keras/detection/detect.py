@@ -50,6 +50,11 @@ def detect(model: keras.Model, image, image_size: int | None = None) -> dict[str
         ``classes [D]`` (0-based labels, -1 for padding), ``masks [D, height, width]`` uint8
         0/1 and ``num_detections`` (the valid ones lead).
 
+    Raises:
+        TypeError: ``model`` is not a detector.
+        ValueError: ``image`` is not ``[height, width, 3]``; or ``LAMBDA_KERAS_GLIBC_HEAP``
+            holds something other than an on or off value.
+
     Examples:
         >>> import numpy as np
         >>> from lambda_keras import zoo

@@ -51,6 +51,7 @@ def test_sets_both_settings_once_per_process(fresh, environ):
         {"MALLOC_TOP_PAD_": "0"},
         {"MALLOC_MMAP_MAX_": "0"},
         {"GLIBC_TUNABLES": "glibc.pthread.rseq=0:glibc.malloc.trim_threshold=0"},
+        {"GLIBC_TUNABLES": "glibc.malloc.mmap_max=0"},
     ],
 )
 def test_the_user_s_choice_wins(fresh, environ):

@@ -249,6 +249,8 @@ def test_the_spans_sentence_gives_each_column_s_smallest_and_largest_count():
         "Minor page faults of one call per photo: torchvision 500,900-628,883, "
         "tensorflow 3,175, jax 456,234."
     )
+    nothing = make(["photo", "torchvision"], [("china", None)], plot="none")
+    assert summaries.spans("page faults")(nothing) == "Page faults: none counted."
 
 
 def test_the_stages_sentence_names_where_each_column_spends_more_over_the_photos():
