@@ -46,6 +46,18 @@ def test_ci_then_runs_every_pytorch_test_on_the_oldest_supported_pytorch():
     assert f"pytest {tier}" in " ".join(README.split())
 
 
+def test_ci_last_runs_the_quick_tier_on_pytorch_and_on_jax():
+    """The README's quick tier again in a process of each other backend, after the PyTorch
+    install (the loop's body and its backends, as the README says)."""
+    ci = (ROOT / ".ci/run").read_text()
+    loop = ci.index("for backend in torch jax; do")
+    assert ci.index('pip install -e ".[cpu,test,test-torch]"') < loop
+    body = " ".join(ci[loop:].split("done")[0].replace("\\\n", " ").split())
+    assert "KERAS_BACKEND=$backend LAMBDA_KERAS_TORCH_TESTS=required" in body
+    assert ".venv/bin/python -m pytest --ignore=tests/test_backends.py" in body
+    assert "`KERAS_BACKEND=torch` and with `KERAS_BACKEND=jax`" in " ".join(README.split())
+
+
 @pytest.mark.end_to_end
 def test_python_samples_run(tmp_path, monkeypatch, capsys):
     """``weights="imagenet"`` downloads from a local mirror of the Hub (random weights)."""

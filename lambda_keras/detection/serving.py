@@ -59,9 +59,14 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
         image_size: The side the model detects at (a multiple of 64): each image is resized so
             that its longer side is ``image_size``, then padded to a square. None for a model
             that carries its own transform (torchvision's).
+
+    Raises:
+        TypeError: ``model`` is not a `MaskRCNN` or ``path`` is not a path.
+        ValueError: ``image_size`` is not a positive multiple of 64, or ``model`` was never
+            built (called, fitted or ``model.build((None, None, None, 3))``).
     """
+    _check_export(model, path, image_size)
     if keras.backend.backend() != "tensorflow":
-        _check_model_and_path(model, path)
         with tempfile.TemporaryDirectory() as folder:
             keras_path = os.path.join(folder, "model.keras")
             model.save(keras_path)
@@ -139,7 +144,7 @@ def export_detector_onnx(
         image_size: As in [`export_detector`][lambda_keras.detection.serving.export_detector].
         canvas: ``(H, W)``, multiples of 64; default the transform's first (landscape) one.
     """
-    _check_model_and_path(model, path)
+    _check_export(model, path, image_size)
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             "export_detector_onnx exports through tf2onnx with Keras on TensorFlow; this process "
@@ -159,15 +164,24 @@ def export_detector_onnx(
     return str(path)
 
 
-def _check_model_and_path(model, path) -> None:
+def _check_export(model, path, image_size) -> None:
+    """Refuse what an export cannot take before anything is saved or traced (on JAX and
+    PyTorch, before a child process would find it)."""
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a directory path; received {path!r}.")
+    model.input_transform(image_size)  # a bad image_size raises here
+    if not model.built:
+        raise ValueError(
+            "`model` must be built before it is exported (its weights are what is exported): "
+            "call it on a batch, fit it or `model.build((None, None, None, 3))`; received an "
+            f"unbuilt {type(model).__name__}."
+        )
 
 
 def _detect_function(model, path, image_size, float64: bool):
-    _check_model_and_path(model, path)
+    _check_export(model, path, image_size)
     transform = model.input_transform(image_size)
 
     def on_canvas(resized, size, canvas):

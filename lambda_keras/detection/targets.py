@@ -205,6 +205,7 @@ def crop_instance_masks(
     Returns:
         ``[b, R, mask_size, mask_size]`` soft targets in ``[0, 1]``.
     """
+    rois = K.convert_to_tensor(rois, "float32")  # NumPy's `-` would not take a torch tensor
     m = K.cast(K.shape(instance_masks)[-1], "float32")
     box = _nonempty(gather_rows(instance_boxes, matched))
     scale = m / K.stack([box[..., 2] - box[..., 0], box[..., 3] - box[..., 1]] * 2, -1)

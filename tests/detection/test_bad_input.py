@@ -144,9 +144,12 @@ def test_images_are_checked_before_keras_traces_the_call(shape, message):
         ({"image_size": 128.0}, ValueError, "`image_size` must be a positive integer"),
         ({"model": "model.keras"}, TypeError, "`model` must be a MaskRCNN; received str"),
         ({"path": None}, TypeError, "`path` must be a directory path; received None"),
+        ({}, ValueError, "`model` must be built before it is exported.*unbuilt MaskRCNN"),
     ],
 )
 def test_export_detector_arguments(tmp_path, kwargs, error, message):
+    """Refused in this process on every backend (on JAX and PyTorch before the ``.keras`` file
+    and the TensorFlow child that exports it); the model is never built."""
     arguments = {"model": MaskRCNN(tiny_backbone(), num_classes=3), "path": str(tmp_path / "sm")}
     with pytest.raises(error, match=message):
         export_detector(**{"image_size": 128, **arguments, **kwargs})

@@ -7,6 +7,7 @@ import importlib.util
 import numpy as np
 import pytest
 import tensorflow as tf
+from keras.ops import convert_to_numpy as to_numpy
 
 from lambda_keras.detection import (
     MaskRCNN,
@@ -60,9 +61,9 @@ def test_a_photo_gives_the_models_detections_in_its_pixels(exported, shape):
     padded = tf.image.pad_to_bounding_box(resized, 0, 0, *canvas)
     direct = model(TRANSFORM.model_inputs(padded, size))
     ratio = np.array(shape * 2, "float32") / np.array(size.numpy().tolist() * 2, "float32")
-    np.testing.assert_allclose(boxes, direct["boxes"].numpy()[0][:count] * ratio, atol=1e-3)
+    np.testing.assert_allclose(boxes, to_numpy(direct["boxes"])[0][:count] * ratio, atol=1e-3)
     np.testing.assert_allclose(
-        out["scores"][:count], direct["scores"].numpy()[0][:count], atol=1e-5
+        out["scores"][:count], to_numpy(direct["scores"])[0][:count], atol=1e-5
     )
 
 

@@ -21,6 +21,7 @@ def script(name: str):
     return module
 
 
+@pytest.mark.tensorflow  # the script takes TensorFlow's gradient of the layer
 def test_the_local_influence_ends_at_its_scope_and_the_global_one_does_not(tmp_path):
     influence_maps = script("influence_maps")
     centre, half = influence_maps.SIDE // 2, 7 // 2

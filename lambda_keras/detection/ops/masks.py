@@ -252,13 +252,16 @@ def crop_masks(
     """ROIAlign of each box's own full-image mask to ``mask_size x mask_size`` inside the box.
 
     Args:
-        masks: ``[batch, num_masks, height, width]`` image masks (0/1 or soft).
+        masks: ``[batch, num_masks, height, width]`` image masks in ``[0, 1]`` (0/1 or soft).
         boxes: ``[batch, num_boxes, 4]`` boxes in image pixels.
         mask_indices: ``[batch, num_boxes]`` int, which of the image's masks each box crops.
         sampling_ratio: Bilinear samples per output cell along each axis.
 
     Returns:
-        ``[batch, num_boxes, mask_size, mask_size]`` float32.
+        ``[batch, num_boxes, mask_size, mask_size]`` float32 in ``[0, 1]``: each cell is a
+        weighted mean of mask values, and the weights' float rounding (PyTorch's sparse product
+        gave ``1.0000001`` for a mask of ones) is clipped, so a crop passes
+        [`check_targets`][lambda_keras.detection.target_checks.check_targets].
     """
     masks = _checks.tensor("masks", masks, 4, "[batch, num_masks, height, width]")
     boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
@@ -280,4 +283,4 @@ def crop_masks(
         sampling=(v.positive_int("sampling_ratio", sampling_ratio), False),
         aligned=True,
     )
-    return crops[..., 0]
+    return ops.clip(crops[..., 0], 0.0, 1.0)

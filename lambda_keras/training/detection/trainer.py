@@ -79,6 +79,7 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
     scores = evaluation.evaluate(model, val_source, image_size=image_size, batch_size=batch_size)
     result = {"scores": scores, "train_seconds": seconds, "model": model}
     result["history"] = history.history
+    result["dropped_targets"] = _dropped_targets(history.history)
     if config.export and placement.chief:
         result.update(_export(model, config, train_source, image_size))
     print(f"AP50: box {scores['bbox']['AP50']:.3f}, mask {scores['segm']['AP50']:.3f}.")
@@ -86,7 +87,22 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
         f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "
         f"(IoU .50:.95) after {seconds:.0f} s of training."
     )
+    if result["dropped_targets"]:
+        print(_dropped_line(result["dropped_targets"]))
     return result
+
+
+def _dropped_targets(history: dict) -> int:
+    """Target rows the run's steps left out of the loss (the ``dropped_targets`` metric, a sum
+    per epoch) over all its epochs."""
+    return int(round(sum(history.get("dropped_targets", ()))))
+
+
+def _dropped_line(count: int) -> str:
+    return (
+        f"Left out of the loss: {count} target rows (objects) that break the rule of "
+        "lambda_keras.detection.target_checks; the scores above were trained without them."
+    )
 
 
 def _jit_compile(flag: bool) -> bool | str:

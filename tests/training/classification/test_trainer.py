@@ -122,8 +122,16 @@ def test_recipe_sets_dropout_and_stochastic_depth(recipe, model, image_size, dro
         (dict(model="lambda_resnet_50"), "Unknown model"),
         (dict(mixed_precision="int8"), "`mixed_precision` must be one of"),
         (dict(batch_size=0), "`batch_size` must be a positive integer"),
-        (dict(placement=PlacementConfig(strategy="tpu")), "--tpu"),
-        (dict(placement=PlacementConfig("multi_worker"), loop="fit"), "keras-team/keras#20585"),
+        # TensorFlow's own checks; on JAX and PyTorch a TensorFlow strategy is refused first
+        # (tests/training/classification/test_jax_training.py).
+        pytest.param(
+            dict(placement=PlacementConfig(strategy="tpu")), "--tpu", marks=pytest.mark.tensorflow
+        ),
+        pytest.param(
+            dict(placement=PlacementConfig("multi_worker"), loop="fit"),
+            "keras-team/keras#20585",
+            marks=pytest.mark.tensorflow,
+        ),
         (dict(loop="keras"), "`loop` must be one of"),
     ],
 )

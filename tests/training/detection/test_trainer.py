@@ -1,5 +1,6 @@
-"""The detection trainer's choice of ``jit_compile`` per backend from ``--jit_compile`` (the
-runs themselves: tests/scripts/test_train_maskrcnn*.py and test_torch_backend.py)."""
+"""The detection trainer's choice of ``jit_compile`` per backend from ``--jit_compile`` and its
+count of the targets left out of the loss (the runs themselves:
+tests/scripts/test_train_maskrcnn*.py and test_torch_backend.py)."""
 
 import keras
 import pytest
@@ -20,3 +21,12 @@ from lambda_keras.training.detection import trainer
 def test_jit_compile_per_backend(backend, flag, expected, monkeypatch):
     monkeypatch.setattr(keras.backend, "backend", lambda: backend)
     assert trainer._jit_compile(flag) == expected
+
+
+def test_the_result_counts_the_targets_left_out_of_the_loss():
+    history = {"loss": [2.0, 1.0], "dropped_targets": [3.0, 0.0]}  # a sum per epoch
+    assert trainer._dropped_targets(history) == 3
+    assert trainer._dropped_targets({"loss": [1.0]}) == 0  # a model without the metric
+    line = trainer._dropped_line(3)
+    assert line.startswith("Left out of the loss: 3 target rows")
+    assert "lambda_keras.detection.target_checks" in line
