@@ -32,7 +32,15 @@ def test_readme_starts_with_the_two_commands():
 def test_ci_runs_exactly_the_readme_test_command():
     test_command = blocks("bash")[1].strip()
     ci_lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()]
-    assert test_command in ci_lines
+    # In a function that CI calls: under `set -e` a failed install or lint inside the `&&` list
+    # would not stop CI, the function's status does.
+    at = ci_lines.index(test_command)
+    assert ci_lines[at - 1 : at + 3] == [
+        "readme_test_command() {",
+        test_command,
+        "}",
+        "readme_test_command",
+    ]
 
 
 def test_ci_then_runs_every_pytorch_test_on_the_oldest_supported_pytorch():
@@ -54,7 +62,8 @@ def test_ci_last_runs_the_quick_tier_on_pytorch_and_on_jax():
     assert ci.index('pip install -e ".[cpu,test,test-torch]"') < loop
     body = " ".join(ci[loop:].split("done")[0].replace("\\\n", " ").split())
     assert "KERAS_BACKEND=$backend LAMBDA_KERAS_TORCH_TESTS=required" in body
-    assert ".venv/bin/python -m pytest --ignore=tests/test_backends.py" in body
+    assert ".venv/bin/python -m pytest --ignore=tests/test_backends.py || status=1" in body
+    assert ci.rstrip().endswith('exit "$status"')  # both run, either fails CI
     assert "`KERAS_BACKEND=torch` and with `KERAS_BACKEND=jax`" in " ".join(README.split())
 
 

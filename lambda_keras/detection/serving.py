@@ -86,8 +86,11 @@ def export_detector_keras_file(keras_path: str, path: str, image_size: int | Non
     TensorFlow. Returns ``path``.
 
     Raises:
+        ValueError: ``image_size`` is not a positive multiple of 64 (before the child starts).
         RuntimeError: the child process failed; its error output is in the message.
     """
+    if image_size is not None:
+        check_image_size(image_size)
     if keras.backend.backend() == "tensorflow":
         return export_detector(keras.saving.load_model(keras_path), path, image_size)
     args = [keras_path, path, image_size or 0]
@@ -110,6 +113,11 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
 
     A torchvision model's resized sides are computed in integers here (LiteRT has no float64
     kernels; see ``torchvision_resize``).
+
+    Raises:
+        ValueError: ``path`` does not end in ``.tflite``, or as in
+            [`export_detector`][lambda_keras.detection.serving.export_detector] (a bad
+            ``image_size``, an unbuilt model).
     """
     if not str(path).endswith(".tflite"):
         raise ValueError(f"`path` must end in .tflite; received {path!r}.")
@@ -143,6 +151,10 @@ def export_detector_onnx(
     Args:
         image_size: As in [`export_detector`][lambda_keras.detection.serving.export_detector].
         canvas: ``(H, W)``, multiples of 64; default the transform's first (landscape) one.
+
+    Raises:
+        ValueError: as in [`export_detector`][lambda_keras.detection.serving.export_detector] (a
+            bad ``image_size``, an unbuilt model), a bad ``canvas``, or Keras on JAX or PyTorch.
     """
     _check_export(model, path, image_size)
     if keras.backend.backend() != "tensorflow":

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from lambda_keras.detection import MaskRCNN, WarmupStepDecay, ops
-from lambda_keras.detection.serving import export_detector
+from lambda_keras.detection.serving import export_detector, export_detector_keras_file
 from lambda_keras.training.detection import DetectionConfig, prepare_data
 from lambda_keras.training.distribute import PlacementConfig
 from tests.detection.tiny import tiny_backbone
@@ -153,6 +153,13 @@ def test_export_detector_arguments(tmp_path, kwargs, error, message):
     arguments = {"model": MaskRCNN(tiny_backbone(), num_classes=3), "path": str(tmp_path / "sm")}
     with pytest.raises(error, match=message):
         export_detector(**{"image_size": 128, **arguments, **kwargs})
+    assert not (tmp_path / "sm").exists()
+
+
+def test_export_detector_keras_file_checks_the_size_before_reading(tmp_path):
+    # On JAX and PyTorch before the TensorFlow child starts (the file is never opened).
+    with pytest.raises(ValueError, match="`image_size` must be a multiple of 64.*100"):
+        export_detector_keras_file(str(tmp_path / "missing.keras"), str(tmp_path / "sm"), 100)
     assert not (tmp_path / "sm").exists()
 
 

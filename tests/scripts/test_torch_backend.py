@@ -62,14 +62,13 @@ def train_maskrcnn(tmp_path, *flags: str) -> str:
 
 def test_train_maskrcnn_on_torch_scores_and_exports(tmp_path):
     out = train_maskrcnn(tmp_path)
-    assert "on torch" in out and "box AP" in out.splitlines()[-1]
-    assert "compiled the train step" not in out  # a CPU: Keras' eager steps by default
-    assert (tmp_path / "run" / "saved_model" / "saved_model.pb").is_file()
     # Every object trained on: PyTorch's mask crops of 1.0000001 were once refused targets,
     # three in four of the shapes' objects left out of the loss.
     with open(tmp_path / "run" / "log.csv") as f:
         assert [float(row["dropped_targets"]) for row in csv.DictReader(f)] == [0.0, 0.0]
-    assert "Left out of the loss" not in out
+    assert "on torch" in out and "box AP" in out.splitlines()[-1]  # no line of left-out rows
+    assert "compiled the train step" not in out  # a CPU: Keras' eager steps by default
+    assert (tmp_path / "run" / "saved_model" / "saved_model.pb").is_file()
 
 
 @pytest.mark.slow  # Inductor compiles the Mask R-CNN's training step on 2 cores: minutes

@@ -258,10 +258,12 @@ def crop_masks(
         sampling_ratio: Bilinear samples per output cell along each axis.
 
     Returns:
-        ``[batch, num_boxes, mask_size, mask_size]`` float32 in ``[0, 1]``: each cell is a
-        weighted mean of mask values, and the weights' float rounding (PyTorch's sparse product
-        gave ``1.0000001`` for a mask of ones) is clipped, so a crop passes
-        [`check_targets`][lambda_keras.detection.target_checks.check_targets].
+        ``[batch, num_boxes, mask_size, mask_size]`` float32, in ``[0, 1]`` for masks in
+        ``[0, 1]``: each cell is a weighted mean of mask values, and the weights' float rounding
+        (PyTorch's sparse product gave ``1.0000001`` for a mask of ones) is moved back onto
+        ``[0, 1]``, so a crop passes
+        [`check_targets`][lambda_keras.detection.target_checks.check_targets]. Values further out
+        (a 0/255 mask) are kept as they come, for that check to refuse.
     """
     masks = _checks.tensor("masks", masks, 4, "[batch, num_masks, height, width]")
     boxes = _checks.boxes("boxes", boxes, 3, "[batch, num_boxes, 4]")
@@ -283,4 +285,16 @@ def crop_masks(
         sampling=(v.positive_int("sampling_ratio", sampling_ratio), False),
         aligned=True,
     )
-    return ops.clip(crops[..., 0], 0.0, 1.0)
+    return _snap_rounding(crops[..., 0])
+
+
+# How far outside [0, 1] a crop of a mask in [0, 1] may land by float rounding alone (PyTorch's
+# sparse product: 1.0000002 seen).
+_ROUNDING = 1e-5
+
+
+def _snap_rounding(crops: Tensor) -> Tensor:
+    """Crops within ``_ROUNDING`` of ``[0, 1]`` moved onto it; a value further out (a 0/255
+    mask, NaN) stays, for the target rule to refuse."""
+    inside = ops.clip(crops, 0.0, 1.0)
+    return ops.where(ops.abs(crops - inside) <= _ROUNDING, inside, crops)

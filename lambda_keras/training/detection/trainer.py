@@ -82,27 +82,30 @@ def _train(config: DetectionConfig, prepared: PreparedData) -> dict:
     result["dropped_targets"] = _dropped_targets(history.history)
     if config.export and placement.chief:
         result.update(_export(model, config, train_source, image_size))
-    print(f"AP50: box {scores['bbox']['AP50']:.3f}, mask {scores['segm']['AP50']:.3f}.")
-    print(
-        f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "
-        f"(IoU .50:.95) after {seconds:.0f} s of training."
-    )
-    if result["dropped_targets"]:
-        print(_dropped_line(result["dropped_targets"]))
+    print("\n".join(_result_lines(scores, seconds, result["dropped_targets"])))
     return result
 
 
 def _dropped_targets(history: dict) -> int:
-    """Target rows the run's steps left out of the loss (the ``dropped_targets`` metric, a sum
-    per epoch) over all its epochs."""
+    """Target rows the steps of this ``fit`` left out of the loss (the ``dropped_targets``
+    metric, a sum per epoch); a resumed run's earlier epochs are in ``log.csv``."""
     return int(round(sum(history.get("dropped_targets", ()))))
 
 
-def _dropped_line(count: int) -> str:
-    return (
-        f"Left out of the loss: {count} target rows (objects) that break the rule of "
-        "lambda_keras.detection.target_checks; the scores above were trained without them."
-    )
+def _result_lines(scores: dict, seconds: float, dropped: int) -> list[str]:
+    """The run's last lines: its scores, then the target rows it left out, if any."""
+    lines = [
+        f"AP50: box {scores['bbox']['AP50']:.3f}, mask {scores['segm']['AP50']:.3f}.",
+        f"box AP {scores['bbox']['AP']:.3f}, mask AP {scores['segm']['AP']:.3f} "
+        f"(IoU .50:.95) after {seconds:.0f} s of training.",
+    ]
+    if dropped:
+        lines.append(
+            f"Left out of the loss: {dropped} target rows (objects) that break the rule of "
+            "lambda_keras.detection.target_checks, in this process's epochs (log.csv has each "
+            "epoch's count); the scores above were trained without them."
+        )
+    return lines
 
 
 def _jit_compile(flag: bool) -> bool | str:

@@ -57,6 +57,11 @@ def test_a_crop_stays_in_the_masks_range():
         crops = numpy(ops.crop_masks(masks.astype("float32"), boxes.astype("float32"), indices))
         assert crops.max() == 1.0 and crops.min() >= 0.0
     assert (crops > 0).mean() > 0.5  # not clipped to nothing: most cells see the mask
+    # Only rounding is moved: a 0/255 mask (a PNG's) still crops to 255, and NaN stays NaN.
+    bad = numpy(ops.crop_masks(masks.astype("float32") * 255, boxes.astype("float32"), indices))
+    np.testing.assert_allclose(bad, crops * 255, rtol=1e-5, atol=1e-3)
+    nan = np.where(masks, np.float32("nan"), np.float32(0))
+    assert np.isnan(numpy(ops.crop_masks(nan, boxes.astype("float32"), indices))).any()
 
 
 def test_bad_image_shape():

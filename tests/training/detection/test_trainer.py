@@ -27,6 +27,9 @@ def test_the_result_counts_the_targets_left_out_of_the_loss():
     history = {"loss": [2.0, 1.0], "dropped_targets": [3.0, 0.0]}  # a sum per epoch
     assert trainer._dropped_targets(history) == 3
     assert trainer._dropped_targets({"loss": [1.0]}) == 0  # a model without the metric
-    line = trainer._dropped_line(3)
-    assert line.startswith("Left out of the loss: 3 target rows")
-    assert "lambda_keras.detection.target_checks" in line
+    scores = {name: {"AP50": 0.5, "AP": 0.25} for name in ("bbox", "segm")}
+    lines = trainer._result_lines(scores, 12.0, 3)
+    assert lines[1] == "box AP 0.250, mask AP 0.250 (IoU .50:.95) after 12 s of training."
+    assert lines[2].startswith("Left out of the loss: 3 target rows")
+    assert "lambda_keras.detection.target_checks" in lines[2]
+    assert len(trainer._result_lines(scores, 12.0, 0)) == 2  # nothing left out: no line
