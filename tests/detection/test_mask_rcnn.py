@@ -1,21 +1,21 @@
 import keras
 import numpy as np
 import pytest
-from keras.ops import convert_to_numpy as to_numpy
 
 from lambda_keras import zoo
 from lambda_keras.detection import MaskRCNN, mask_rcnn, targets
+from tests.backend import numpy
 from tests.detection.tiny import synthetic_batch, tiny_backbone, tiny_detector
 
 
 def _check_detections(out, batch, size):
     assert out["boxes"].shape == (batch, 10, 4) and out["masks"].shape == (batch, 10, 28, 28)
-    valid = to_numpy(out["valid"])
-    boxes = to_numpy(out["boxes"])
+    valid = numpy(out["valid"])
+    boxes = numpy(out["boxes"])
     assert ((boxes >= 0) & (boxes <= size)).all()
-    assert (to_numpy(out["classes"])[~valid] == -1).all()
-    assert (to_numpy(out["classes"])[valid] < 3).all()
-    assert np.isfinite(to_numpy(out["masks"])).all()
+    assert (numpy(out["classes"])[~valid] == -1).all()
+    assert (numpy(out["classes"])[valid] < 3).all()
+    assert np.isfinite(numpy(out["masks"])).all()
 
 
 # XLA on TensorFlow's CPU compiles for 20 s: under -m slow (the JAX child run compiles the
@@ -69,7 +69,7 @@ def test_lambda_resnet_backbone_and_saving(tmp_path):
     loaded = keras.saving.load_model(tmp_path / "mask_rcnn.keras")
     got = loaded(images)
     for key in ("boxes", "scores", "masks"):
-        np.testing.assert_allclose(to_numpy(got[key]), to_numpy(expected[key]), atol=1e-4)
+        np.testing.assert_allclose(numpy(got[key]), numpy(expected[key]), atol=1e-4)
     _check_detections(got, 1, 64)
 
 
@@ -87,7 +87,7 @@ def test_fit_alone_builds_the_model_and_saving_keeps_the_trained_weights(tmp_pat
     assert loaded.count_params() == model.count_params()
     expected, got = model(images), loaded(images)
     for key in ("boxes", "scores", "classes", "masks"):
-        np.testing.assert_allclose(to_numpy(got[key]), to_numpy(expected[key]), atol=1e-4)
+        np.testing.assert_allclose(numpy(got[key]), numpy(expected[key]), atol=1e-4)
 
 
 @pytest.mark.parametrize(

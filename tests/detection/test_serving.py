@@ -7,7 +7,6 @@ import importlib.util
 import numpy as np
 import pytest
 import tensorflow as tf
-from keras.ops import convert_to_numpy as to_numpy
 
 from lambda_keras.detection import (
     MaskRCNN,
@@ -17,6 +16,7 @@ from lambda_keras.detection import (
     transform_graph,
 )
 from lambda_keras.detection.serving import export_detector, export_detector_onnx
+from tests.backend import numpy
 from tests.detection.tiny import tiny_valid_backbone
 
 TRANSFORM = TorchvisionTransform(min_size=64, max_size=128)  # canvases 64 x 128 and 128 x 64
@@ -61,9 +61,9 @@ def test_a_photo_gives_the_models_detections_in_its_pixels(exported, shape):
     padded = tf.image.pad_to_bounding_box(resized, 0, 0, *canvas)
     direct = model(TRANSFORM.model_inputs(padded, size))
     ratio = np.array(shape * 2, "float32") / np.array(size.numpy().tolist() * 2, "float32")
-    np.testing.assert_allclose(boxes, to_numpy(direct["boxes"])[0][:count] * ratio, atol=1e-3)
+    np.testing.assert_allclose(boxes, numpy(direct["boxes"])[0][:count] * ratio, atol=1e-3)
     np.testing.assert_allclose(
-        out["scores"][:count], to_numpy(direct["scores"])[0][:count], atol=1e-5
+        out["scores"][:count], numpy(direct["scores"])[0][:count], atol=1e-5
     )
 
 

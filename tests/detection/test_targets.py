@@ -1,8 +1,8 @@
 import keras
 import numpy as np
-from keras.ops import convert_to_numpy as to_numpy
 
 from lambda_keras.detection import ops, targets
+from tests.backend import numpy
 
 
 def test_rpn_targets_labels_sampling_and_deltas():
@@ -11,9 +11,9 @@ def test_rpn_targets_labels_sampling_and_deltas():
     labels, weights, deltas = targets.rpn_targets(
         anchors, gt, np.array([[1, -1]]), batch_size_per_image=8
     )
-    labels, weights = to_numpy(labels)[0], to_numpy(weights)[0]
+    labels, weights = numpy(labels)[0], numpy(weights)[0]
     assert labels[9] == 1.0  # the anchor of cell (1, 1), centred at (12, 12), is the box
-    np.testing.assert_allclose(to_numpy(deltas)[0, 9], 0.0, atol=1e-6)
+    np.testing.assert_allclose(numpy(deltas)[0, 9], 0.0, atol=1e-6)
     assert labels.sum() == 1  # no other anchor reaches IoU 0.7
     assert weights.sum() == 8 and weights[9] == 1.0  # 1 positive + 7 sampled negatives
 
@@ -23,8 +23,8 @@ def test_rpn_targets_without_objects_are_all_negative():
     labels, weights, deltas = targets.rpn_targets(
         anchors, np.zeros((1, 3, 4), "float32"), -np.ones((1, 3), "int32")
     )
-    assert to_numpy(labels).sum() == 0 and to_numpy(weights).sum() == anchors.shape[0]
-    assert np.isfinite(to_numpy(deltas)).all()
+    assert numpy(labels).sum() == 0 and numpy(weights).sum() == anchors.shape[0]
+    assert np.isfinite(numpy(deltas)).all()
 
 
 def test_sample_rois_foreground_first_with_ground_truth_added():
@@ -40,13 +40,13 @@ def test_sample_rois_foreground_first_with_ground_truth_added():
         positive_fraction=0.25,
     )
     assert sampled.num_foreground == 2
-    classes, valid = to_numpy(sampled.classes)[0], to_numpy(sampled.valid)[0]
+    classes, valid = numpy(sampled.classes)[0], numpy(sampled.valid)[0]
     # Foreground: the first proposal and the ground-truth box itself (label 2 -> class 3).
     assert classes[:2].tolist() == [3, 3]
     # Background: the second proposal only (the third is not valid), then padding.
     assert valid.tolist() == [True, True, True, False, False, False, False, False]
     assert classes[2] == 0
-    np.testing.assert_allclose(to_numpy(sampled.deltas)[0, 2:], 0.0)
+    np.testing.assert_allclose(numpy(sampled.deltas)[0, 2:], 0.0)
 
 
 def test_crop_instance_masks_maps_roi_into_the_instance_frame():
@@ -55,6 +55,6 @@ def test_crop_instance_masks_maps_roi_into_the_instance_frame():
     mask[0, 0, :, :8] = 1.0
     boxes = np.array([[[10.0, 20.0, 42.0, 52.0]]], "float32")
     rois = np.array([[[10.0, 20.0, 42.0, 36.0], [10.0, 36.0, 42.0, 52.0]]], "float32")
-    crops = to_numpy(targets.crop_instance_masks(mask, boxes, rois, np.array([[0, 0]]), 8))
+    crops = numpy(targets.crop_instance_masks(mask, boxes, rois, np.array([[0, 0]]), 8))
     np.testing.assert_allclose(crops[0, 0, :, :-1], 1.0)  # the RoI over the left half
     np.testing.assert_allclose(crops[0, 1, :, 1:], 0.0)  # the RoI over the right half

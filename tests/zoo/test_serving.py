@@ -15,6 +15,7 @@ import sklearn
 
 from lambda_keras import zoo
 from lambda_keras.zoo.serving import export_for_serving
+from tests.backend import numpy
 
 CHINA = Path(sklearn.__file__).parent / "datasets" / "images" / "china.jpg"  # a real photo
 
@@ -103,7 +104,7 @@ def test_in_process_photos_and_files_give_the_model_on_the_centre_crop(
     for shape in ((80, 100), (100, 80), (80, 80)):  # landscape, upright, square
         image = rng.integers(0, 256, (*shape, 3), dtype=np.uint8)
         crop = eval_image(tf.constant(image), image_size, 0.875)
-        expected = keras.ops.convert_to_numpy(model(normalize(crop)[None]))
+        expected = numpy(model(normalize(crop)[None]))
         by_pixels = served.signatures["serve_images"](images=tf.constant(image[None]))
         png = tf.io.encode_png(tf.constant(image))
         by_bytes = served.signatures["serve_bytes"](image_bytes=tf.stack([png]))

@@ -6,7 +6,6 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from keras.ops import convert_to_numpy as to_numpy
 
 from lambda_keras.detection import LetterboxTransform, MaskRCNN, TorchvisionTransform
 from lambda_keras.detection.serving import export_detector, export_detector_litert
@@ -17,6 +16,7 @@ from lambda_keras.detection.torchvision.mask_rcnn import (
     maskrcnn_resnet50_fpn_v2,
 )
 from lambda_keras.detection.transform_graph import letterbox_size, torchvision_resize
+from tests.backend import numpy
 from tests.detection.tiny import tiny_backbone
 
 
@@ -40,7 +40,7 @@ def test_an_image_gives_the_same_maps_in_any_larger_batch(model):
         maps.append(model.pyramid_features({"images": batch, "image_sizes": sizes}))
     # torchvision pads to 160 x 224: P2 40 x 56 cells ... P6 3 x 4 (ceil of P5's 5 x 7 / 2).
     for level, (rows, cols) in {"P2": (40, 56), "P4": (10, 14), "P6": (3, 4)}.items():
-        small, large = (to_numpy(m[level])[0] for m in maps)
+        small, large = (numpy(m[level])[0] for m in maps)
         scale = np.abs(small[:rows, :cols]).max()
         # To float32 round-off of the maps' scale (~1e3): TensorFlow's oneDNN convolutions sum in
         # an order that depends on the canvas (2e-6 of the scale seen); padding that leaked into
@@ -83,7 +83,7 @@ def test_detections_and_their_config(model):
     finally:
         model.score_threshold = 0.05
     assert out["boxes"].shape == (1, 100, 4) and out["masks"].shape == (1, 100, 28, 28)
-    boxes = to_numpy(out["boxes"])[0][to_numpy(out["valid"])[0]]
+    boxes = numpy(out["boxes"])[0][numpy(out["valid"])[0]]
     assert len(boxes) == 100
     assert (boxes[:, 2] <= 100).all() and (boxes[:, 3] <= 150).all()  # clipped to the image
     assert (boxes[:, 2] > 90).any()  # some reach the image's edge
