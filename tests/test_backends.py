@@ -67,6 +67,8 @@ CORE = [
     "tests/detection/ops/test_roi_align_sparse.py",
     "tests/backend/test_torch_channels_last.py",
     "tests/backend/test_torch_max_pool.py",
+    "tests/backend/test_torch_batch_norm.py",
+    "tests/layers/test_batch_normalization.py",
     "tests/backend/test_torch_compiled_step.py",
     "tests/backend/test_stateless_steps.py",
     "tests/backend/test_compile_report.py",

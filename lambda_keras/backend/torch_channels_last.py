@@ -21,8 +21,10 @@ function only in the cases it handles and passes every other call to Keras': 2-D
 argument; Keras' average pooling with uneven ``"same"`` padding also computes other values than
 on TensorFlow and JAX, which the project's own layers avoid:
 [`average_pooling`][lambda_keras.layers.average_pooling]), and for batch norm only statistics
-that take no gradient (inference and frozen batch norm; a training batch's moments go through
-Keras' formula, whose gradient reaches them).
+that take no gradient (inference and frozen batch norm; a training batch's moments take a
+gradient, and the project's [`BatchNormalization`][lambda_keras.layers.BatchNormalization] layer
+normalizes such a batch with PyTorch's kernels itself,
+[`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]).
 
 Convolution kernels are stored for it too: a Keras kernel ``[height, width, in, out]`` on PyTorch
 (every 4-D floating variable, so the optimizer's momenta of a kernel alike) keeps its shape but
@@ -51,6 +53,7 @@ __all__ = [
     "batch_normalization",
     "conv",
     "install",
+    "installed",
     "max_pool",
     "same_padding",
     "uninstall",
@@ -301,6 +304,12 @@ def install(environ: Mapping[str, str] = os.environ) -> list[str]:
         _KERAS["_initialize"] = Variable._initialize
     Variable._initialize = _initialize
     return [*names, "_initialize"]
+
+
+def installed(name: str) -> bool:
+    """Whether the project's ``name`` (``"conv"``, ``"batch_normalization"``, ...) is in place
+    of Keras' function now."""
+    return name in _KERAS
 
 
 def uninstall() -> None:

@@ -28,6 +28,12 @@ class BatchNormalization(keras.layers.BatchNormalization):
     to a negative variance, and a NaN output, when a channel's values are large next to their
     spread (seen in a LambdaResNet-50-C4's first training step: 2 images of a 1x1 c5 map).
 
+    On PyTorch, a training batch ``[batch, height, width, channels]`` on a CPU is normalized by
+    PyTorch's own batch norm kernels, one operator for the batch and one for its gradient
+    ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]), where Keras' layer issues its
+    formula op by op: the same values, statistics and gradients to float rounding, in fewer
+    passes over the map.
+
     Everything else, arguments and weights included, is Keras' layer: the zoo and the lambda
     layers use this one.
 
@@ -35,7 +41,11 @@ class BatchNormalization(keras.layers.BatchNormalization):
     """
 
     def call(self, inputs, training=None, mask=None):
-        if not (training and self.trainable) or _holds_values(inputs):
+        if not (training and self.trainable):
+            return super().call(inputs, training=training, mask=mask)
+        if _holds_values(inputs):
+            if mask is None and self._takes_pytorch_kernels(inputs):
+                return self._pytorch_training_call(inputs)
             return super().call(inputs, training=training, mask=mask)
         moving = [self.moving_mean, self.moving_variance]
         before = [ops.copy(variable.value) for variable in moving]  # a snapshot, not a view
@@ -44,6 +54,31 @@ class BatchNormalization(keras.layers.BatchNormalization):
         for variable, value in zip(moving, before, strict=True):
             variable.assign(ops.where(empty, value, variable.value))
         return outputs
+
+    def _takes_pytorch_kernels(self, inputs) -> bool:
+        """Whether a training batch of values goes through PyTorch's batch norm kernels
+        ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]; on the PyTorch backend,
+        a 4-D map on a CPU, neither renorm nor a synchronized batch)."""
+        if keras.backend.backend() != "torch" or self.renorm or self.synchronized:
+            return False
+        from lambda_keras.backend.torch_batch_norm import takes_the_operator
+
+        axis = self.axis - len(inputs.shape) if self.axis >= 0 else self.axis
+        return takes_the_operator(inputs, axis)
+
+    def _pytorch_training_call(self, inputs):
+        """Keras' training ``call`` (the batch's statistics normalize it and move the moving
+        ones by ``momentum``), the normalization and its statistics as PyTorch's kernels."""
+        from lambda_keras.backend.torch_batch_norm import batch_norm_training
+
+        inputs = ops.cast(inputs, keras.backend.result_type(inputs.dtype, "float32"))  # as Keras'
+        gamma = ops.cast(self.gamma, inputs.dtype) if self.scale else None
+        beta = ops.cast(self.beta, inputs.dtype) if self.center else None
+        outputs, mean, variance = batch_norm_training(inputs, gamma, beta, self.epsilon)
+        for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
+            value = ops.cast(moving, inputs.dtype)
+            moving.assign(value * self.momentum + batch * (1.0 - self.momentum))
+        return ops.cast(outputs, self.compute_dtype)
 
     def _moments(self, inputs, mask):
         """Batch mean and variance over the reduction axes (``inputs`` already at least float32:

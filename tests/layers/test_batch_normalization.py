@@ -122,3 +122,91 @@ def test_zoo_models_are_never_poisoned_by_an_empty_training_batch(build):
     got = model.predict(x, verbose=0)
     assert np.isfinite(got).all()
     np.testing.assert_array_equal(got, expected)
+
+
+def training_calls(layer, x, calls=2):
+    """Outputs, the gradients of the inputs and of the trainable weights, and the moving
+    statistics after ``calls`` training calls of ``layer`` on ``x`` (PyTorch)."""
+    import torch
+
+    results = []
+    for _ in range(calls):
+        x_ = torch.tensor(x, requires_grad=True)
+        y = layer(x_, training=True)
+        weights = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(y.dtype)
+        leaves = [x_, *(v.value for v in layer.trainable_variables)]
+        gradients = torch.autograd.grad((y * weights).sum(), leaves)
+        results += [y.detach().float().numpy(), *(g.float().numpy() for g in gradients)]
+    return results + [numpy(v).astype("float32") for v in layer.non_trainable_variables]
+
+
+def twins(policy: str, **arguments):
+    """The project's layer and Keras' own with the same arguments and weights."""
+    ours = BatchNormalization(momentum=0.7, dtype=policy, **arguments)
+    keras_own = keras.layers.BatchNormalization(momentum=0.7, dtype=policy, **arguments)
+    rng = np.random.default_rng(1)
+    for layer in (ours, keras_own):
+        layer.build((2, 5, 7, 6))
+    weights = [rng.uniform(0.5, 1.5, w.shape).astype("float32") for w in ours.get_weights()]
+    for layer in (ours, keras_own):
+        layer.set_weights(weights)
+    return ours, keras_own
+
+
+def count_operator_calls(monkeypatch) -> list:
+    from lambda_keras.backend import torch_batch_norm
+
+    calls = []
+    original = torch_batch_norm.batch_norm_training
+    monkeypatch.setattr(
+        torch_batch_norm, "batch_norm_training", lambda *a: calls.append(a) or original(*a)
+    )
+    return calls
+
+
+@pytest.mark.backends("torch")
+@pytest.mark.parametrize(
+    "policy, arguments",
+    [
+        ("float32", {}),
+        ("mixed_float16", {}),
+        ("mixed_bfloat16", {"epsilon": 1e-5}),
+        ("float32", {"scale": False, "center": False}),
+        ("float32", {"axis": 3}),
+    ],
+)
+def test_on_pytorch_a_training_batch_takes_its_kernels_and_equals_keras_layer(
+    policy, arguments, monkeypatch
+):
+    """Outputs, gradients (inputs, scale, offset) and moving statistics after two training
+    calls equal Keras' own layer's, and the batch went through PyTorch's kernels
+    (lambda_keras/backend/torch_batch_norm.py)."""
+    calls = count_operator_calls(monkeypatch)
+    ours, keras_own = twins(policy, **arguments)
+    x = np.random.default_rng(0).normal(3.0, 2.0, (2, 5, 7, 6)).astype("float32")
+    x[..., 1] = -1.0  # a constant channel
+    got, expected = training_calls(ours, x), training_calls(keras_own, x)
+    assert len(calls) == 2
+    assert len(got) == len(expected) == 2 * (2 + len(ours.trainable_variables)) + 2
+    tolerance = 1e-5 if policy == "float32" else 1e-2
+    for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance, err_msg=f"result {index}")
+
+
+@pytest.mark.backends("torch")
+def test_on_pytorch_other_cases_keep_keras_formula(monkeypatch):
+    """A 3-D batch, a batch norm over another axis, and the whole project's channels-last
+    functions turned off (``LAMBDA_KERAS_TORCH_CHANNELS_LAST=0``) normalize as Keras' layer."""
+    from lambda_keras.backend import torch_channels_last
+
+    calls = count_operator_calls(monkeypatch)
+    x = np.random.default_rng(0).normal(3.0, 2.0, (2, 5, 6)).astype("float32")
+    ours = BatchNormalization()
+    keras_own = keras.layers.BatchNormalization()
+    for a, b in zip(training_calls(ours, x), training_calls(keras_own, x), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    BatchNormalization(axis=1)(x[:, :, :, None].repeat(2, axis=-1), training=True)
+    monkeypatch.setattr(torch_channels_last, "installed", lambda name: False)
+    BatchNormalization()(x[..., None], training=True)
+    assert calls == []
