@@ -53,8 +53,14 @@ setup(
         # torchvision's NMS kernel serves detection there.
         "torch": [f"torch>={TORCH_FLOOR}", f"torchvision>={TORCHVISION_FLOOR}"],
         # The tests' PyTorch stage (.ci/run): the oldest supported PyTorch and torchvision, and
-        # timm, the reference the lambda layer and the timm ports are compared with.
-        "test-torch": [f"torch=={TORCH_FLOOR}", f"torchvision=={TORCHVISION_FLOOR}", "timm>=1.0"],
+        # timm, the reference the lambda layer and the timm ports are compared with;
+        # scikit-image's photos for the detectors against torchvision (-m slow).
+        "test-torch": [
+            f"torch=={TORCH_FLOOR}",
+            f"torchvision=={TORCHVISION_FLOOR}",
+            "timm>=1.0",
+            "scikit-image>=0.22",
+        ],
         "demo": ["scikit-learn>=1.3"],
         "train": ["scikit-learn>=1.3", "tensorboard>=2.20"],
         "tfds": ["tensorflow-datasets>=4.9", "importlib_resources"],

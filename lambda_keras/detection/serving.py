@@ -71,7 +71,7 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
             keras_path = os.path.join(folder, "model.keras")
             model.save(keras_path)
             return export_detector_keras_file(keras_path, path, image_size)
-    _write_saved_model(model, _detect_function(model, path, image_size, float64=True), path)
+    _write_saved_model(model, _detect_function(model, image_size, float64=True), path)
     categories = getattr(model, "categories", None)
     if categories:  # a converted COCO model: its classes' COCO ids and names beside it
         names, ids = [c["name"] for c in categories], [c["id"] for c in categories]
@@ -115,13 +115,15 @@ def export_detector_litert(model: keras.Model, path: str, image_size: int | None
     kernels; see ``torchvision_resize``).
 
     Raises:
+        TypeError: ``model`` is not a `MaskRCNN` or ``path`` is not a path.
         ValueError: ``path`` does not end in ``.tflite``, or as in
             [`export_detector`][lambda_keras.detection.serving.export_detector] (a bad
             ``image_size``, an unbuilt model).
     """
+    _check_export(model, path, image_size, "file")
     if not str(path).endswith(".tflite"):
         raise ValueError(f"`path` must end in .tflite; received {path!r}.")
-    detect = _detect_function(model, path, image_size, float64=False)
+    detect = _detect_function(model, image_size, float64=False)
     with tempfile.TemporaryDirectory() as saved:
         _write_saved_model(model, detect, saved)
         converter = tf.lite.TFLiteConverter.from_saved_model(saved, ["serving_default"])
@@ -153,10 +155,11 @@ def export_detector_onnx(
         canvas: ``(H, W)``, multiples of 64; default the transform's first (landscape) one.
 
     Raises:
+        TypeError: ``model`` is not a `MaskRCNN` or ``path`` is not a path.
         ValueError: as in [`export_detector`][lambda_keras.detection.serving.export_detector] (a
             bad ``image_size``, an unbuilt model), a bad ``canvas``, or Keras on JAX or PyTorch.
     """
-    _check_export(model, path, image_size)
+    _check_export(model, path, image_size, "file")
     if keras.backend.backend() != "tensorflow":
         raise ValueError(
             "export_detector_onnx exports through tf2onnx with Keras on TensorFlow; this process "
@@ -176,13 +179,14 @@ def export_detector_onnx(
     return str(path)
 
 
-def _check_export(model, path, image_size) -> None:
+def _check_export(model, path, image_size, path_kind: str = "directory") -> None:
     """Refuse what an export cannot take before anything is saved or traced (on JAX and
-    PyTorch, before a child process would find it)."""
+    PyTorch, before a child process would find it); ``path_kind`` names what ``path`` is
+    (``"directory"``: a SavedModel; ``"file"``)."""
     if not isinstance(model, keras.Model) or not hasattr(model, "input_transform"):
         raise TypeError(f"`model` must be a MaskRCNN; received {type(model).__name__}.")
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"`path` must be a directory path; received {path!r}.")
+        raise TypeError(f"`path` must be a {path_kind} path; received {path!r}.")
     model.input_transform(image_size)  # a bad image_size raises here
     if not model.built:
         raise ValueError(
@@ -192,8 +196,8 @@ def _check_export(model, path, image_size) -> None:
         )
 
 
-def _detect_function(model, path, image_size, float64: bool):
-    _check_export(model, path, image_size)
+def _detect_function(model, image_size, float64: bool):
+    """The serving function of ``model`` (its arguments checked by ``_check_export``)."""
     transform = model.input_transform(image_size)
 
     def on_canvas(resized, size, canvas):

@@ -7,7 +7,12 @@ import numpy as np
 import pytest
 
 from lambda_keras.detection import MaskRCNN, WarmupStepDecay, ops
-from lambda_keras.detection.serving import export_detector, export_detector_keras_file
+from lambda_keras.detection.serving import (
+    export_detector,
+    export_detector_keras_file,
+    export_detector_litert,
+    export_detector_onnx,
+)
 from lambda_keras.training.detection import DetectionConfig, prepare_data
 from lambda_keras.training.distribute import PlacementConfig
 from tests.detection.tiny import tiny_backbone
@@ -154,6 +159,25 @@ def test_export_detector_arguments(tmp_path, kwargs, error, message):
     with pytest.raises(error, match=message):
         export_detector(**{"image_size": 128, **arguments, **kwargs})
     assert not (tmp_path / "sm").exists()
+
+
+@pytest.mark.parametrize(
+    "export, name", [(export_detector_litert, "detector.tflite"), (export_detector_onnx, "d.onnx")]
+)
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"path": None}, TypeError, "`path` must be a file path; received None"),
+        ({"image_size": 100}, ValueError, "`image_size` must be a multiple of 64.*100"),
+        ({}, ValueError, "`model` must be built before it is exported.*unbuilt MaskRCNN"),
+    ],
+)
+def test_file_exports_name_their_arguments(tmp_path, export, name, kwargs, error, message):
+    """The LiteRT and ONNX exports refuse the same arguments first, on every backend."""
+    arguments = {"model": MaskRCNN(tiny_backbone(), num_classes=3), "path": str(tmp_path / name)}
+    with pytest.raises(error, match=message):
+        export(**{"image_size": 128, **arguments, **kwargs})
+    assert not (tmp_path / name).exists()
 
 
 def test_export_detector_keras_file_checks_the_size_before_reading(tmp_path):

@@ -1,7 +1,8 @@
 """The converted ``maskrcnn_resnet50_fpn`` and ``_v2`` give torchvision's detections on every
 backend (``-m slow``).
 
-``pip install -e ".[test-torch]" scikit-image`` (or a newer PyTorch and torchvision). The
+``pip install -e ".[test-torch]"`` (or a newer PyTorch and torchvision; scikit-image for the
+photos). The
 comparison runs in a subprocess because PyTorch must be imported before TensorFlow in one
 process.
 """
