@@ -18,38 +18,50 @@ of ``sqrt(variance + epsilon)`` (the biased variance, as TensorFlow and JAX comp
 squared deviation from the mean, never ``E[x^2] - E[x]^2``);
 ``lambda_keras::batch_norm_training_backward`` gives the gradients of the map, scale and offset.
 Inductor calls both as they are.
-[`batch_norm_training`][lambda_keras.backend.torch_batch_norm.batch_norm_training] is what the
-project's [`BatchNormalization`][lambda_keras.layers.BatchNormalization] layer calls
-for a training batch (cast to float32 at least, as Keras' layer does) where
+
+The project's [`BatchNormalization`][lambda_keras.layers.BatchNormalization] layer calls
+[`batch_norm_training`][lambda_keras.backend.torch_batch_norm.batch_norm_training] for a
+training batch (cast to float32 at least, as Keras' layer does) where
 [`takes_the_operator`][lambda_keras.backend.torch_batch_norm.takes_the_operator] says so: a 4-D
-map on a CPU, batch norm over its last axis, no
-``torch.func`` transform around it, and the project's channels-last functions installed
-(``LAMBDA_KERAS_TORCH_CHANNELS_LAST``,
-[`torch_channels_last`][lambda_keras.backend.torch_channels_last]).
-On a GPU the layer keeps Keras' formula, which Inductor fuses there (the compiled steps'
-GPU runs on the benchmarks page were measured with it; the operators were not). Keras' own
-``keras.layers.BatchNormalization`` is left as it is. A gradient of the gradient
-(``create_graph=True``) is PyTorch's own ``native_batch_norm_backward``, which is
-differentiable. Imported only on the PyTorch backend.
+map on a CPU, large enough to gain
+([`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES]), normalized over its last
+axis, no ``torch.func`` transform around it, and the project's channels-last functions
+installed (``LAMBDA_KERAS_TORCH_CHANNELS_LAST``,
+[`torch_channels_last`][lambda_keras.backend.torch_channels_last]). On a GPU the layer keeps
+Keras' formula, which Inductor fuses there (the compiled steps' GPU runs on the benchmarks page
+were measured with it; the operators were not). Keras' own ``keras.layers.BatchNormalization``
+is left as it is. A gradient of the gradient (``create_graph=True``) is PyTorch's own
+``native_batch_norm_backward``, which is differentiable. Imported only on the PyTorch backend.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["batch_norm_training", "takes_the_operator"]
+__all__ = ["MIN_VALUES", "batch_norm_training", "takes_the_operator"]
+
+MIN_VALUES = 1 << 19
+"""The fewest values (``batch * height * width * channels``) of a map that takes the operators.
+Each call costs about a tenth of a millisecond beyond its kernels, where Inductor fuses Keras'
+formula with the layers around it: on 2 AMD EPYC cores, a batch norm and SiLU forward and
+backward, compiled, took 1.5 to 3 times as long through the operators on the maps of a 64 px
+batch of 2 (at most ``[2, 32, 32, 64]``), about as long at ``2**18`` to ``2**19`` values
+(``[8, 14, 14, 256]``, ``[4, 28, 28, 128]``), and less from there on. Smaller maps keep Keras'
+formula."""
 
 
 def takes_the_operator(inputs: torch.Tensor, axis: int) -> bool:
     """Whether [`batch_norm_training`][lambda_keras.backend.torch_batch_norm.batch_norm_training]
-    serves a training batch ``inputs`` normalized over ``axis``: a 4-D floating map over its last
-    axis, on a CPU, outside ``torch.func`` transforms, with the project's
-    channels-last functions installed."""
+    serves a training batch ``inputs`` normalized over ``axis``: a 4-D floating map of at least
+    [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values over its last axis,
+    on a CPU, outside ``torch.func`` transforms, with the project's channels-last functions
+    installed."""
     from lambda_keras.backend import torch_channels_last
 
     return (
         isinstance(inputs, torch.Tensor)
         and inputs.ndim == 4
+        and inputs.numel() >= MIN_VALUES
         and axis in (-1, 3)
         and inputs.is_floating_point()
         and inputs.device.type == "cpu"

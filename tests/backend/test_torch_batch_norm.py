@@ -2,7 +2,8 @@
 (lambda_keras/backend/torch_batch_norm.py): the formula's values, statistics and gradients
 (map, scale, offset; with neither scale nor offset; a constant channel and large values of a
 small spread), a gradient of the gradient, one node each in a traced training step and none in
-a prediction, the same under Inductor, and the cases it leaves to Keras' formula. The layer that
+a prediction, the same under Inductor, and the cases it leaves to Keras' formula (small maps
+among them: the tests lower the threshold for theirs). The layer that
 calls it is tested in tests/layers/test_batch_normalization.py. Runs in the PyTorch child of
 tests/test_backends.py."""
 
@@ -13,6 +14,15 @@ pytestmark = pytest.mark.backends("torch")
 
 SHAPES = [(2, 6, 6, 5), (3, 4, 9, 3), (1, 11, 5, 4)]  # square, landscape, upright
 EPSILON = 1e-3
+
+
+@pytest.fixture
+def small_maps_too(monkeypatch):
+    """The operators for the tests' small maps (by default only maps of at least
+    ``MIN_VALUES`` values take them)."""
+    from lambda_keras.backend import torch_batch_norm
+
+    monkeypatch.setattr(torch_batch_norm, "MIN_VALUES", 1)
 
 
 def inputs(shape, seed=0, dtype="float64"):
@@ -107,12 +117,15 @@ def test_a_gradient_of_the_gradient_is_the_formula():
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
 
 
-def test_it_serves_4d_cpu_maps_over_the_last_axis_only(monkeypatch):
+def test_it_serves_large_4d_cpu_maps_over_the_last_axis_only(monkeypatch):
     import torch
 
-    from lambda_keras.backend import torch_channels_last
-    from lambda_keras.backend.torch_batch_norm import takes_the_operator
+    from lambda_keras.backend import torch_batch_norm, torch_channels_last
+    from lambda_keras.backend.torch_batch_norm import MIN_VALUES, takes_the_operator
 
+    assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512), -1)
+    assert not takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)
+    monkeypatch.setattr(torch_batch_norm, "MIN_VALUES", 1)
     x = inputs((2, 3, 3, 4), dtype="float32")
     assert takes_the_operator(x, -1) and takes_the_operator(x, 3)
     assert not takes_the_operator(x, 1)
@@ -152,7 +165,7 @@ def targets(graph) -> list[str]:
     return [str(node.target) for node in graph.graph.nodes if node.op == "call_function"]
 
 
-def test_a_traced_step_holds_the_batch_norm_and_its_gradient_as_one_node_each():
+def test_a_traced_step_holds_the_batch_norm_and_its_gradient_as_one_node_each(small_maps_too):
     import torch
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -174,7 +187,7 @@ def test_a_traced_step_holds_the_batch_norm_and_its_gradient_as_one_node_each():
 
 
 @pytest.mark.torch_compiled  # Inductor compiles (a few seconds)
-def test_inductor_calls_the_operators_and_gives_their_results():
+def test_inductor_calls_the_operators_and_gives_their_results(small_maps_too):
     import torch
     from torch._inductor.utils import run_and_get_code
 

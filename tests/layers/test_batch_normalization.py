@@ -153,9 +153,12 @@ def twins(policy: str, **arguments):
     return ours, keras_own
 
 
-def count_operator_calls(monkeypatch) -> list:
+def count_operator_calls(monkeypatch, min_values: int = 1) -> list:
+    """The calls of PyTorch's kernels from now on, for maps of at least ``min_values`` values
+    (the tests' small maps too, by default)."""
     from lambda_keras.backend import torch_batch_norm
 
+    monkeypatch.setattr(torch_batch_norm, "MIN_VALUES", min_values)
     calls = []
     original = torch_batch_norm.batch_norm_training
     monkeypatch.setattr(
@@ -192,6 +195,21 @@ def test_on_pytorch_a_training_batch_takes_its_kernels_and_equals_keras_layer(
     for index, (a, b) in enumerate(zip(got, expected, strict=True)):
         assert a.dtype == b.dtype and a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance, err_msg=f"result {index}")
+
+
+@pytest.mark.backends("torch")
+def test_on_pytorch_small_maps_keep_keras_formula(monkeypatch):
+    """A map of fewer than ``MIN_VALUES`` values (its default) keeps Keras' formula, which
+    Inductor fuses with the layers around it; one of that many takes PyTorch's kernels."""
+    from lambda_keras.backend.torch_batch_norm import MIN_VALUES
+
+    calls = count_operator_calls(monkeypatch, MIN_VALUES)
+    layer = BatchNormalization()
+    layer(np.ones((2, 8, 8, 32), "float32"), training=True)
+    assert calls == []
+    layer = BatchNormalization()
+    layer(np.ones((2, 16, 16, MIN_VALUES // 512), "float32"), training=True)
+    assert len(calls) == 1
 
 
 @pytest.mark.backends("torch")
