@@ -332,6 +332,20 @@ def layer_ops(table: Table) -> str:
     return "Operators against timm's LambdaLayer: " + "; ".join(parts) + "."
 
 
+def batch_norm_kernels(table: Table) -> str:
+    """PyTorch's batch norm kernels against Keras' formula, on the maps that take them by
+    default and on the others."""
+    ratio, default = _column(table, "kernels x formula"), _column(table, "taken by default")
+    taken = [row[ratio] for row in table.rows if row[default] == "PyTorch's kernels"]
+    kept = [row[ratio] for row in table.rows if row[default] != "PyTorch's kernels"]
+    parts = []
+    if taken:
+        parts.append(f"{_range(taken)} on the maps that take the kernels by default")
+    if kept:
+        parts.append(f"{_range(kept)} on the smaller maps, which keep Keras' formula")
+    return f"Time through PyTorch's kernels as a multiple of Keras' formula's: {'; '.join(parts)}."
+
+
 def kernel_share(table: Table) -> str:
     """Each profiled step's kernel time as a share of its wall time under the profiler."""
     wall, kernels, kernel = (
@@ -489,6 +503,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_h200/torch_steps": torch_steps(1.25),
     "torch_steps_h200/kernels": kernel_share,
     "layer_ops/ops": layer_ops,
+    "batch_norm/batch_norm": batch_norm_kernels,
     "detection_h100/inference": against("torchvision", "time per photo"),
     "detection_h100_eager/inference": against("torchvision", "time per photo"),
 }

@@ -65,7 +65,7 @@ def takes_the_operator(inputs: torch.Tensor, axis: int) -> bool:
         and axis in (-1, 3)
         and inputs.is_floating_point()
         and inputs.device.type == "cpu"
-        and not torch._C._functorch.is_functorch_wrapped_tensor(inputs)
+        and torch._C._functorch.peek_interpreter_stack() is None
         and torch_channels_last.installed("batch_normalization")
     )
 
@@ -84,7 +84,8 @@ def batch_norm_training(
         The normalized map ``[batch, height, width, channels]`` (contiguous), and the batch mean
         and biased variance ``[channels]``, which take no gradient (the moving statistics'
         updates). The variance comes from the kernel's ``1 / sqrt(variance + epsilon)``, so it
-        is exact to float rounding of ``variance + epsilon``, and never below 0.
+        is exact to float rounding of ``variance + epsilon`` (a constant channel's: 0 or a few
+        units in the last place of ``epsilon``), and never below 0.
     """
     channels = inputs.shape[-1]
     weight = inputs.new_ones(channels) if scale is None else scale

@@ -273,3 +273,22 @@ def test_the_stages_sentence_names_where_each_column_spends_more_over_the_photos
         "(whole call 1.13x)."
     )
 
+
+
+def test_batch_norm_kernels_split_by_the_layers_default_path():
+    columns = ["map", "values", "Keras' formula (ms)", "PyTorch's kernels (ms)",
+               "kernels x formula", "taken by default"]  # fmt: skip
+    table = make(
+        columns,
+        [
+            ("8x28x28x512", 3211264, 12.0, 4.8, 0.4, "PyTorch's kernels"),
+            ("8x56x56x256", 6422528, 18.0, 13.5, 0.75, "PyTorch's kernels"),
+            ("2x4x4x1024", 32768, 0.1, 0.2, 2.0, "Keras' formula"),
+        ],
+        labels=1,
+        plot="none",
+    )
+    assert summaries.batch_norm_kernels(table) == (
+        "Time through PyTorch's kernels as a multiple of Keras' formula's: 0.40-0.75x on the maps "
+        "that take the kernels by default; 2.00x on the smaller maps, which keep Keras' formula."
+    )

@@ -1,5 +1,8 @@
 """An empty training batch leaves every moving statistic as it was (Keras' own layer turns them
-into NaN, and every later prediction with them)."""
+into NaN, and every later prediction with them); the batch variance is the spread on every
+backend; on PyTorch a large training batch takes PyTorch's batch norm kernels
+(lambda_keras/backend/torch_batch_norm.py) and equals Keras' layer, other cases keep Keras'
+formula."""
 
 import keras
 import numpy as np
@@ -125,14 +128,15 @@ def test_zoo_models_are_never_poisoned_by_an_empty_training_batch(build):
 
 
 def training_calls(layer, x, calls=2):
-    """Outputs, the gradients of the inputs and of the trainable weights, and the moving
-    statistics after ``calls`` training calls of ``layer`` on ``x`` (PyTorch)."""
+    """The outputs' dtype, outputs, the gradients of the inputs and of the trainable weights,
+    and the moving statistics after ``calls`` training calls of ``layer`` on ``x`` (PyTorch)."""
     import torch
 
     results = []
     for _ in range(calls):
         x_ = torch.tensor(x, requires_grad=True)
         y = layer(x_, training=True)
+        results.append(str(y.dtype))
         weights = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(y.dtype)
         leaves = [x_, *(v.value for v in layer.trainable_variables)]
         gradients = torch.autograd.grad((y * weights).sum(), leaves)
@@ -190,10 +194,15 @@ def test_on_pytorch_a_training_batch_takes_its_kernels_and_equals_keras_layer(
     x[..., 1] = -1.0  # a constant channel
     got, expected = training_calls(ours, x), training_calls(keras_own, x)
     assert len(calls) == 2
-    assert len(got) == len(expected) == 2 * (2 + len(ours.trainable_variables)) + 2
+    assert len(got) == len(expected) == 2 * (3 + len(ours.trainable_variables)) + 2
+    dtype = f"torch.{keras.mixed_precision.Policy(policy).compute_dtype}"
+    assert got[0] == expected[0] == dtype  # the outputs' dtype, as Keras' layer gives them
     tolerance = 1e-5 if policy == "float32" else 1e-2
     for index, (a, b) in enumerate(zip(got, expected, strict=True)):
-        assert a.dtype == b.dtype and a.shape == b.shape
+        if isinstance(a, str):
+            assert a == b, f"result {index}"
+            continue
+        assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance, err_msg=f"result {index}")
 
 
@@ -223,8 +232,31 @@ def test_on_pytorch_other_cases_keep_keras_formula(monkeypatch):
     ours = BatchNormalization()
     keras_own = keras.layers.BatchNormalization()
     for a, b in zip(training_calls(ours, x), training_calls(keras_own, x), strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    BatchNormalization(axis=1)(x[:, :, :, None].repeat(2, axis=-1), training=True)
+        if isinstance(a, str):  # the outputs' dtype
+            assert a == b
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    maps = x[..., None].repeat(2, axis=-1)  # [2, 5, 6, 2]
+    BatchNormalization(axis=1)(maps, training=True)
+    BatchNormalization(renorm=True)(maps, training=True)
+    BatchNormalization()(maps, training=True, mask=np.ones(maps.shape[:-1], bool))
     monkeypatch.setattr(torch_channels_last, "installed", lambda name: False)
-    BatchNormalization()(x[..., None], training=True)
+    BatchNormalization()(maps, training=True)
     assert calls == []
+
+
+@pytest.mark.backends("torch")
+def test_on_pytorch_a_training_call_without_a_gradient_equals_keras_layer(monkeypatch):
+    """A training call under ``torch.no_grad`` (statistics only, no gradient) takes PyTorch's
+    kernels too: the same outputs and moving statistics as Keras' layer."""
+    import torch
+
+    calls = count_operator_calls(monkeypatch)
+    ours, keras_own = twins("float32")
+    x = torch.tensor(np.random.default_rng(0).normal(3.0, 2.0, (2, 5, 7, 6)).astype("float32"))
+    with torch.no_grad():
+        got, expected = ours(x, training=True), keras_own(x, training=True)
+    assert len(calls) == 1
+    np.testing.assert_allclose(numpy(got), numpy(expected), rtol=1e-5, atol=1e-5)
+    for a, b in zip(ours.non_trainable_variables, keras_own.non_trainable_variables, strict=True):
+        np.testing.assert_allclose(numpy(a), numpy(b), rtol=1e-5, atol=1e-6)

@@ -10,16 +10,16 @@ import pytest
 from lambda_keras import zoo
 from lambda_keras.zoo import convert_timm
 
-pytestmark = pytest.mark.backends("torch")
+pytestmark = [pytest.mark.backends("torch"), pytest.mark.torch("timm")]
 
 NAME = "lambda_resnet26t"  # a local lambda: any input size
 
 
 def timm_model():
     """timm's model (random, seeded) with batch norms' scales and offsets away from 1 and 0."""
+    import timm
     import torch
 
-    timm = pytest.importorskip("timm")
     torch.manual_seed(0)
     model = timm.create_model(NAME, pretrained=False)
     generator = torch.Generator().manual_seed(1)
