@@ -8,10 +8,10 @@ map's batch, rows and columns run one parallel region per block of channels, and
 gradient reads the map three times. PyTorch's own kernels (``native_batch_norm`` and its
 backward) take the same channels-last map in one pass for the statistics and one for the
 output, and as much for the gradient. On 2 AMD EPYC cores, a batch norm and SiLU forward and
-backward on the maps of the port of timm's LambdaResNet-50 at batch 8, 224 px, compiled,
-took 0.4 to 1.0 times as long through these operators as through Keras' formula on all but
-the smallest map (``[8, 28, 28, 512]``: 0.38; ``[8, 7, 7, 512]``: 1.27). timm's model runs
-PyTorch's kernels too.
+backward on the larger maps of the port of timm's LambdaResNet-50 at batch 8, 224 px, compiled,
+took a third to nine tenths of the time through these operators that it took through Keras'
+formula (``benchmarks/bench_batch_norm.py``, the benchmarks page). timm's model runs PyTorch's
+kernels too.
 
 ``lambda_keras::batch_norm_training`` returns the normalized map, the batch mean and the inverse
 of ``sqrt(variance + epsilon)`` (the biased variance, as TensorFlow and JAX compute it: the mean
@@ -42,11 +42,11 @@ __all__ = ["MIN_VALUES", "batch_norm_training", "takes_the_operator"]
 
 MIN_VALUES = 1 << 19
 """The fewest values (``batch * height * width * channels``) of a map that takes the operators.
-Each call costs about a tenth of a millisecond beyond its kernels, where Inductor fuses Keras'
-formula with the layers around it: on 2 AMD EPYC cores, a batch norm and SiLU forward and
-backward, compiled, took 1.5 to 3 times as long through the operators on the maps of a 64 px
-batch of 2 (at most ``[2, 32, 32, 64]``), about as long at ``2**18`` to ``2**19`` values
-(``[8, 14, 14, 256]``, ``[4, 28, 28, 128]``), and less from there on. Smaller maps keep Keras'
+Each call costs a little beyond its kernels, where Inductor fuses Keras' formula with the
+layers around it: on 2 AMD EPYC cores, a batch norm and SiLU forward and backward, compiled,
+took longer through the operators on most maps of a 64 px batch of 2 (at most ``[2, 32, 32,
+64]``), and on ``[8, 7, 7, 512]``, and less on every map from this many values on
+(``benchmarks/bench_batch_norm.py``, the benchmarks page). Smaller maps keep Keras'
 formula."""
 
 
