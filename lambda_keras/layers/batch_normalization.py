@@ -28,7 +28,8 @@ class BatchNormalization(keras.layers.BatchNormalization):
     to a negative variance, and a NaN output, when a channel's values are large next to their
     spread (seen in a LambdaResNet-50-C4's first training step: 2 images of a 1x1 c5 map).
 
-    On PyTorch, a training batch ``[batch, height, width, channels]`` on a CPU is normalized by
+    On PyTorch, a training batch ``[batch, height, width, channels]`` on a CPU, of at least
+    [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values, is normalized by
     PyTorch's own batch norm kernels, one operator for the batch and one for its gradient
     ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]), where Keras' layer issues its
     formula op by op: the same values, statistics and gradients to float rounding, in fewer
