@@ -17,6 +17,7 @@ the batch norms' of the port of timm's LambdaResNet-50 at batch 8, 224 px, then 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 
 os.environ["KERAS_BACKEND"] = "torch"  # the operators are PyTorch's
@@ -70,7 +71,7 @@ def compiled_step(shape: tuple[int, int, int, int], operators: bool):
     generator = torch.Generator().manual_seed(0)
     x, gradient = (torch.randn(shape, generator=generator) for _ in range(2))
     arguments = (x, gradient, *variables)
-    values = shape[0] * shape[1] * shape[2] * shape[3]
+    values = math.prod(shape)
     default = torch_batch_norm.MIN_VALUES
     torch_batch_norm.MIN_VALUES = values if operators else values + 1
     try:
@@ -92,13 +93,16 @@ def time_ms(shape, operators: bool, repeats: int) -> float:
 
 
 def measure(args, table: Table) -> None:
-    from lambda_keras.backend.torch_batch_norm import MIN_VALUES
+    import torch
+
+    from lambda_keras.backend.torch_batch_norm import takes_the_operator
 
     for shape in args.maps:
-        values = shape[0] * shape[1] * shape[2] * shape[3]
+        values = math.prod(shape)
         formula = time_ms(shape, False, args.repeats)
         kernels = time_ms(shape, True, args.repeats)
-        default = "PyTorch's kernels" if values >= MIN_VALUES else "Keras' formula"
+        taken = takes_the_operator(torch.empty(shape), -1)  # the layer's own rule
+        default = "PyTorch's kernels" if taken else "Keras' formula"
         name = "x".join(str(side) for side in shape)
         table.add(name, values, formula, kernels, kernels / formula, default)
 
