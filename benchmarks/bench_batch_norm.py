@@ -108,14 +108,14 @@ def measure(args, table: Table) -> None:
 
 
 def main(argv=None) -> None:
-    import torch
-
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--maps", type=map_shapes, default=map_shapes(MAPS))
     parser.add_argument("--repeats", type=positive_int, default=30)
     parser.add_argument("--threads", type=positive_int, default=2)
     add_output_argument(parser)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(argv)  # bad arguments are refused before PyTorch is needed
+    import torch
+
     torch.set_num_threads(args.threads)
     table = Table(
         "batch_norm",
