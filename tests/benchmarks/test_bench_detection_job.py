@@ -36,6 +36,17 @@ def test_a_run_gives_the_scores_the_script_printed(monkeypatch):
         "mask_ap50": 0.999,
         "train_s": 1335,
     }
+    assert row["left_out"] == 0  # the script printed no "Left out of the loss" line
+
+
+def test_a_run_gives_the_targets_the_script_left_out_of_the_loss(monkeypatch):
+    printed = (
+        "AP50: box 0.997, mask 0.999.\n"
+        "box AP 0.951, mask AP 0.971 (IoU .50:.95) after 1335 s of training.\n"
+        "Left out of the loss: 557 target rows (objects) that break the rule of ...\n"
+    )
+    monkeypatch.setattr(children.subprocess, "run", fake_run(printed))
+    assert bench.run("jax", "/tmp/x", steps=None)["left_out"] == 557
 
 
 def test_a_failed_or_unexpected_run_is_an_error(monkeypatch):
