@@ -200,17 +200,24 @@ def average_pool(inputs, pool_size, strides=None, padding="valid", data_format=N
 def batch_normalization(x, mean, variance, axis, offset=None, scale=None, epsilon=1e-3):
     """``keras.ops.batch_normalization`` on PyTorch: one pass over a channels-last map when the
     statistics take no gradient (``torch.nn.functional.batch_norm``; with ``epsilon=0``, frozen
-    batch norm as torchvision's detection models have it, ``_frozen_batch_norm``)."""
+    batch norm as torchvision's detection models have it, ``_frozen_batch_norm``). The result
+    has Keras' dtype, that of ``x - mean`` (a float16 map with float32 statistics gives
+    float32), and every operand is computed in it."""
     import torch
     import torch.nn.functional as F
     from keras.src.backend.torch.core import convert_to_tensor
 
     x, mean, variance = (convert_to_tensor(t) for t in (x, mean, variance))
     statistics_train = torch.is_grad_enabled() and (mean.requires_grad or variance.requires_grad)
-    if x.ndim != 4 or axis not in (-1, 3) or statistics_train or mean.ndim != 1 or epsilon < 0:
+    dtype = torch.result_type(x, mean)  # Keras' formula starts with x - mean, then works in place
+    if (
+        x.ndim != 4 or axis not in (-1, 3) or statistics_train or mean.ndim != 1 or epsilon < 0
+        or not dtype.is_floating_point
+    ):  # fmt: skip
         return _keras("batch_normalization")(x, mean, variance, axis, offset, scale, epsilon)
-    scale = None if scale is None else convert_to_tensor(scale)
-    offset = None if offset is None else convert_to_tensor(offset)
+    scale = None if scale is None else convert_to_tensor(scale).to(dtype)
+    offset = None if offset is None else convert_to_tensor(offset).to(dtype)
+    x, mean, variance = (t.to(dtype) for t in (x, mean, variance))
     if epsilon == 0:
         return _frozen_batch_norm(x, mean, variance, offset, scale)
     y = F.batch_norm(x.permute(0, 3, 1, 2), mean, variance, scale, offset, False, 0.0, epsilon)
@@ -230,7 +237,7 @@ def _frozen_batch_norm(x, mean, variance, offset, scale):
     shift = -mean * multiplier
     if offset is not None:
         shift = shift + offset
-    return torch.addcmul(shift.to(x.dtype), x, multiplier.to(x.dtype))
+    return torch.addcmul(shift, x, multiplier)
 
 
 def _out_major(parameter):
@@ -269,11 +276,16 @@ _OURS = {
 
 
 def _keras_fixed_conv() -> bool:
-    """Whether Keras' convolution already skips the copies (keras-team/keras#23199)."""
+    """Whether Keras' convolution already skips the copies (keras-team/keras#23199, whose
+    ``_transpose_spatial_inputs`` takes ``channels_last_memory_format``; Keras 3.15.1, the
+    latest release, has not). A Keras without that private helper keeps ours: nothing says it
+    has the fix, and ours gives Keras' values on any layout."""
     from keras.src.backend.torch import nn
 
-    parameters = inspect.signature(nn._transpose_spatial_inputs).parameters
-    return "channels_last_memory_format" in parameters
+    helper = getattr(nn, "_transpose_spatial_inputs", None)
+    if helper is None:
+        return False
+    return "channels_last_memory_format" in inspect.signature(helper).parameters
 
 
 def install(environ: Mapping[str, str] = os.environ) -> list[str]:

@@ -255,6 +255,42 @@ def test_a_users_batch_normalization_gives_what_it_gave_before_the_import(epsilo
 
 
 @on_torch
+@pytest.mark.parametrize("epsilon", [0.0, 1e-3])
+@pytest.mark.parametrize(
+    "x_dtype, statistics_dtype",
+    [("float16", "float32"), ("float32", "float16"), ("bfloat16", "float32"),
+     ("float32", "float64"), ("float16", "float16")],
+)  # fmt: skip
+def test_batch_norm_of_mixed_dtypes_gives_keras_dtype_and_values(
+    x_dtype, statistics_dtype, epsilon
+):
+    """``keras.ops.batch_normalization`` of a half-precision map with float32 statistics (or
+    the other way round): Keras' result dtype (that of ``x - mean``) and its values."""
+    import torch
+
+    rng = np.random.default_rng(11)
+    x = torch.tensor(rng.normal(size=(2, 5, 3, 4)) * 3 + 1).to(getattr(torch, x_dtype))
+    statistics = [rng.normal(size=4), rng.uniform(0.5, 2, 4), rng.normal(size=4),
+                  rng.normal(size=4)]  # fmt: skip
+    mean, variance, scale, offset = (
+        torch.tensor(s).to(getattr(torch, statistics_dtype)) for s in statistics
+    )
+    keras_norm, our_norm = _keras_and_ours("batch_normalization")
+    with torch.no_grad():
+        expected = keras_norm(x, mean, variance, -1, offset, scale, epsilon)
+        got = our_norm(x, mean, variance, -1, offset, scale, epsilon)
+    assert got.dtype == expected.dtype == torch.result_type(x, mean)
+    tolerance = 1e-5
+    if got.dtype in (torch.float16, torch.bfloat16):
+        tolerance = 1e-2
+    elif statistics_dtype == "float16":
+        tolerance = 1e-3  # Keras computes the multiplier from the statistics in their dtype
+    np.testing.assert_allclose(
+        got.float().numpy(), expected.float().numpy(), rtol=tolerance, atol=tolerance
+    )
+
+
+@on_torch
 def test_batch_norm_of_a_training_batch_keeps_the_gradient_through_its_moments():
     """The batch's mean and variance depend on x: Keras' formula, whose gradient reaches them
     (PyTorch's inference batch norm would drop that part of the gradient)."""
@@ -380,6 +416,23 @@ def test_a_keras_release_with_the_convolution_fix_keeps_its_own_convolution(monk
         installed = channels_last.install()
         assert "conv" not in installed and nn.conv is keras_conv
         assert nn.max_pool is channels_last.max_pool  # the rest is still ours
+    finally:
+        channels_last.uninstall()
+        monkeypatch.undo()
+        assert "conv" in channels_last.install()
+
+
+@on_torch
+def test_a_keras_without_the_probed_helper_keeps_our_convolution(monkeypatch):
+    """The probe of Keras' fix reads a private helper; a Keras without it imports as before,
+    with ours in place."""
+    from keras.src.backend.torch import nn
+
+    monkeypatch.delattr(nn, "_transpose_spatial_inputs")
+    assert not channels_last._keras_fixed_conv()
+    try:
+        channels_last.uninstall()
+        assert "conv" in channels_last.install() and nn.conv is channels_last.conv
     finally:
         channels_last.uninstall()
         monkeypatch.undo()
