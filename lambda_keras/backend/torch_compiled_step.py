@@ -51,8 +51,9 @@ Where it differs from Keras' eager step:
 
 A step that cannot be traced (an op that reads a tensor's value on the host; an optimizer's
 ``gradient_accumulation_steps`` or ``use_ema``, whose conditions update variables) runs as Keras'
-eager step, after one warning that says why; so does a new input signature after
-[`MAX_GRAPHS`][lambda_keras.backend.torch_compiled_step.MAX_GRAPHS]. A model with its own
+eager step, after one warning that says why. A batch of a new input signature after
+[`MAX_GRAPHS`][lambda_keras.backend.torch_compiled_step.MAX_GRAPHS] runs as Keras' eager step too
+(one warning), while the signatures compiled keep their graphs. A model with its own
 ``train_step``, ``test_step`` or ``predict_step`` keeps it (with Keras' own step functions).
 
 Inductor compiles with its layout optimization off
@@ -103,7 +104,8 @@ CUDA_GRAPH_MODES = {"reduce-overhead": "default", "max-autotune": "max-autotune-
 """The modes that replay CUDA graphs, each with the same mode without them (a step's fallback)."""
 KINDS = ("train", "test", "predict")
 MAX_GRAPHS = 8
-"""Input signatures a step compiles at most; a new one after them runs eagerly."""
+"""Input signatures a step compiles at most; a batch of another runs as Keras' eager step (the
+compiled ones keep their graphs)."""
 
 INDUCTOR_OPTIONS = {"layout_optimization": False}
 """Inductor's settings for every compiled step, over those of its mode. Inductor's layout
@@ -198,6 +200,7 @@ class CompiledStep:
         self.glibc_heap = False
         self.host_reads = 0
         self._warned_host_reads = False
+        self._warned_beyond_max_graphs = False
         self._graphs: dict = {}
         self._signatures_before_fallback: set = set()
 
@@ -217,8 +220,7 @@ class CompiledStep:
         graph = self._graphs.get(key)
         if graph is None:
             if len(self._graphs) >= MAX_GRAPHS:
-                reason = f"RuntimeError: {MAX_GRAPHS} input signatures compiled, a new one came"
-                return self._eager_from_now_on(reason, data)
+                return self._eager_beyond_max_graphs(key, data)
             return self._compile_and_run(key, state, batch, data)
         try:
             return self._run(graph, state, batch)
@@ -236,7 +238,9 @@ class CompiledStep:
 
         with torch.no_grad():
             outputs = graph(*_tensors(state), *_tensor_leaves(batch))
-        # Outputs of a CUDA graph are overwritten by its next replay: the caller gets copies.
+        # Outputs of a CUDA graph are overwritten by its next replay, and any graph's output
+        # may be a view of a variable the next step writes in place: the caller gets copies
+        # (logs and predictions, small next to the step).
         return keras.tree.map_structure(clone, outputs)
 
     def _compile_and_run(self, key, state, batch, data, started: float | None = None):
@@ -280,7 +284,7 @@ class CompiledStep:
         warnings.warn(
             f"lambda_keras: {self.model.name}'s {self.kind} step compiled again for a new input "
             f"signature ({_describe(key)}); {len(self._graphs)} graphs so far, at most "
-            f"{MAX_GRAPHS} (then eager). {advice}",
+            f"{MAX_GRAPHS} (another after them runs eagerly). {advice}",
             stacklevel=4,
         )
 
@@ -339,6 +343,20 @@ class CompiledStep:
             stacklevel=4,
         )
         return outputs
+
+    def _eager_beyond_max_graphs(self, key, data: list):
+        """Keras' eager step for a batch of a signature after ``MAX_GRAPHS`` (warned the first
+        time); the signatures compiled keep running their graphs."""
+        if not self._warned_beyond_max_graphs:
+            self._warned_beyond_max_graphs = True
+            warnings.warn(
+                f"lambda_keras: {self.model.name}'s {self.kind} step has compiled "
+                f"{MAX_GRAPHS} input signatures, the most it keeps; a batch of another "
+                f"({_describe(key)}) runs as Keras' eager step, as will any other new one, "
+                "while those compiled keep their graphs.",
+                stacklevel=4,
+            )
+        return self.eager(data)
 
     def _state(self) -> list[list]:
         """The Keras variables the step reads and writes, in groups: trainable, non-trainable,
@@ -506,15 +524,18 @@ def _write(state, new_state) -> None:
 
 
 def _batch_as_tensors(batch):
-    """The batch with every leaf but None and strings as a tensor on the backend's device
-    (a graph takes it as an input, not as a constant)."""
+    """The batch with every leaf but None and strings as a contiguous tensor on the backend's
+    device (a graph takes it as an input, not as a constant). Contiguous: the compiled graph is
+    specialised to its inputs' strides, so a batch in another memory order (a transposed NumPy
+    view) would compile it again without a new signature (``_signature``)."""
     import numpy as np
     from keras.src.backend.torch.core import convert_to_tensor
 
     def tensor(value):
         if value is None or isinstance(value, (str, bytes)):
             return value
-        return convert_to_tensor(np.asarray(value) if isinstance(value, list) else value)
+        value = convert_to_tensor(np.asarray(value) if isinstance(value, list) else value)
+        return value.contiguous()
 
     return keras.tree.map_structure(tensor, batch)
 

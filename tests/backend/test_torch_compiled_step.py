@@ -209,6 +209,47 @@ def test_inductor_compiles_each_step_once_without_graph_breaks():
     assert len(model.train_function.compile_seconds) == 1
 
 
+@on_torch
+@pytest.mark.torch_compiled
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_inductor_compiles_a_mixed_precision_step_once_with_keras_losses(policy):
+    """Mixed precision under Inductor (float16 with its loss scaling): one graph per step,
+    none broken, Keras' eager losses and predictions within half-precision rounding."""
+    from torch._dynamo.utils import counters
+
+    keras.config.set_dtype_policy(policy)
+    x, y = batch()
+    eager = compiled(small_net(), jit_compile=False)
+    model = compiled(small_net())
+    counters.clear()
+    losses = [model.train_on_batch(x, y) for _ in range(3)]
+    assert dict(counters["graph_break"]) == {} and counters["stats"]["unique_graphs"] == 1
+    assert model.train_function.eager_reason is None
+    np.testing.assert_allclose(losses, [eager.train_on_batch(x, y) for _ in range(3)], rtol=2e-2)
+    predictions, expected = (m.predict(x, verbose=0) for m in (model, eager))
+    assert predictions.dtype == expected.dtype and np.isfinite(predictions).all()
+    np.testing.assert_allclose(predictions, expected, rtol=5e-2, atol=5e-2)
+    assert counters["stats"]["unique_graphs"] == 2
+
+
+@on_torch
+@pytest.mark.torch_compiled
+def test_a_batch_in_another_memory_order_runs_the_same_graph():
+    """A batch whose arrays are views in another memory order (same shapes): no new graph,
+    the same loss as the contiguous batch's."""
+    from torch._dynamo.utils import counters
+
+    x, y = batch()
+    transposed = np.ascontiguousarray(x.transpose(0, 3, 2, 1)).transpose(0, 3, 2, 1)
+    assert transposed.shape == x.shape and not transposed.flags.c_contiguous
+    model = compiled(small_net())
+    counters.clear()
+    losses = [model.test_on_batch(data, y) for data in (x, transposed, x)]
+    assert counters["stats"]["unique_graphs"] == 1 and dict(counters["graph_break"]) == {}
+    assert len(model.test_function.compile_seconds) == 1
+    np.testing.assert_allclose(losses[1:], [losses[0]] * 2, rtol=1e-6)
+
+
 def residual_net() -> keras.Model:
     """A residual block on ``[batch, height, width, channels]`` tensors: convolutions, batch
     norm, silu and an addition, as in the zoo's blocks."""
@@ -627,6 +668,34 @@ def test_a_step_that_reads_the_host_warns_once_on_a_gpu_only(monkeypatch):
     mine = ours(caught)
     assert len(mine) == 1 and "compiled again for a new input signature" in mine[0], mine
     assert (step.compiles, step.host_reads) == (2, 1)
+
+
+@on_torch
+def test_a_signature_beyond_max_graphs_runs_eagerly_and_the_compiled_ones_stay(monkeypatch):
+    """After ``MAX_GRAPHS`` signatures a batch of another runs as Keras' eager step, warned
+    once; the signatures compiled before still run their graphs."""
+    monkeypatch.setattr(torch_compiled_step, "MAX_GRAPHS", 2)
+    x, y = batch()
+    model, eager = compiled(small_net()), compiled(small_net(), jit_compile=False)
+    use_traced_steps(model, x, y)
+    step = model.test_function
+    with pytest.warns(UserWarning, match="compiled again for a new input signature"):
+        for size in (4, 3):
+            model.test_on_batch(x[:size], y[:size])
+    with pytest.warns(UserWarning) as caught:
+        assert model.test_on_batch(x[:2], y[:2]) == eager.test_on_batch(x[:2], y[:2])
+    (message,) = ours(caught)
+    assert "compiled 2 input signatures, the most it keeps" in message
+    assert "[2, 16, 16, 3] float32" in message
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # warned once
+        assert model.test_on_batch(x[:1], y[:1]) == eager.test_on_batch(x[:1], y[:1])
+        assert model.test_on_batch(x, y) == eager.test_on_batch(x, y)
+    assert (step.compiles, len(step._graphs), step.eager_reason) == (2, 2, None)
+    ran = []
+    monkeypatch.setattr(step, "_run", lambda *a: ran.append(1) or type(step)._run(step, *a))
+    model.test_on_batch(x[:3], y[:3])
+    assert ran == [1]  # a compiled signature still runs its graph
 
 
 def on_a_gpu_with_cuda_graphs(monkeypatch) -> None:
