@@ -1,5 +1,6 @@
-"""Batch normalisation whose moving statistics survive an empty training batch, with a variance
-that cannot come out negative on any backend."""
+"""Batch normalisation whose moving statistics survive an empty training batch, with a batch
+variance that cannot come out negative on any backend (without a mask or a synchronized batch,
+which keep Keras' formulas)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ class BatchNormalization(keras.layers.BatchNormalization):
     more than Keras' layer.
 
     The batch variance is the mean squared deviation from the batch mean on every backend, as
-    TensorFlow and JAX compute it. Keras on PyTorch computes ``E[x^2] - E[x]^2``, which cancels
+    TensorFlow and JAX compute it (a masked or synchronized batch keeps Keras' moments). Keras
+    on PyTorch computes ``E[x^2] - E[x]^2``, which cancels
     to a negative variance, and a NaN output, when a channel's values are large next to their
     spread (seen in a LambdaResNet-50-C4's first training step: 2 images of a 1x1 c5 map).
 
@@ -58,8 +60,10 @@ class BatchNormalization(keras.layers.BatchNormalization):
 
     def _takes_pytorch_kernels(self, inputs) -> bool:
         """Whether a training batch of values goes through PyTorch's batch norm kernels
-        ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]; on the PyTorch backend,
-        a 4-D map on a CPU, neither renorm nor a synchronized batch)."""
+        ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]): on the PyTorch backend,
+        neither renorm nor a synchronized batch, and a map that
+        [`takes_the_operator`][lambda_keras.backend.torch_batch_norm.takes_the_operator] (its
+        size, device, dtype and axis)."""
         if keras.backend.backend() != "torch" or self.renorm or self.synchronized:
             return False
         from lambda_keras.backend.torch_batch_norm import takes_the_operator
