@@ -239,9 +239,13 @@ def write(path: str | None, benchmark: str, tables: Sequence[Table], **settings)
 
 
 def _relative(argument: str) -> str:
-    """A path in the checkout relative to its root; any other argument as it is (a flag is not
-    a path, wherever the script ran from)."""
-    if not Path(argument).exists():
+    """A path in the checkout relative to its root, also as a flag's value (an absolute
+    ``--output=`` inside the checkout); any other argument as it is (a flag is not a path,
+    wherever the script ran from)."""
+    flag, equals, value = argument.partition("=")
+    if equals and flag.startswith("--") and Path(value).is_absolute():
+        return f"{flag}={_relative(value)}"
+    if not (Path(argument).exists() or Path(argument).is_absolute()):
         return argument
     try:
         return str(Path(argument).resolve().relative_to(ROOT))

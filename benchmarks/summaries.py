@@ -276,12 +276,21 @@ def equality(table: Table) -> str:
 
 
 def detection_job(table: Table) -> str:
+    box, mask = _column(table, "box AP"), _column(table, "mask AP")
+    left_out, seconds = _column(table, "targets left out"), _column(table, "training s")
     parts = [
-        f"on {r[0]} box AP {r[1]:.3f} and mask AP {r[2]:.3f} (IoU .50:.95) after "
-        f"{r[5]:,} s of training"
+        f"on {r[0]} box AP {r[box]:.3f} and mask AP {r[mask]:.3f} (IoU .50:.95) after "
+        f"{r[seconds]:,} s of training"
+        + (f", {r[left_out]:,} target rows left out of the loss" if r[left_out] else "")
         for r in table.rows
     ]
-    return "The default run reaches " + "; ".join(parts) + "."
+    dropped = [r[0] for r in table.rows if r[left_out]]
+    tail = (
+        f" Only {' and '.join(dropped)} left targets out of the loss."
+        if dropped
+        else " No run left a target out of the loss."
+    )
+    return "The default run reaches " + "; ".join(parts) + "." + tail
 
 
 def main_job(table: Table) -> str:

@@ -62,6 +62,21 @@ def test_the_command_makes_only_real_paths_relative(tmp_path, monkeypatch):
     assert command == "python benchmarks/bench_train.py --batch=2 timm --output=x.json"
 
 
+def test_an_absolute_output_inside_the_checkout_is_written_relative(tmp_path, monkeypatch):
+    """A run from another folder (a worktree's script, its own results path) records the
+    command as it reads from the checkout's root; a path outside the checkout stays."""
+    inside = results.ROOT / "benchmarks" / "results" / "x.json"
+    monkeypatch.setattr(sys, "argv", [
+        str(results.ROOT / "benchmarks" / "bench_x.py"), f"--output={inside}",
+        "--cache=/elsewhere/c",
+    ])  # fmt: skip
+    results.write(str(tmp_path / "x.json"), "bench_x", [table()])
+    command = json.loads((tmp_path / "x.json").read_text())["command"]
+    assert command == (
+        "python benchmarks/bench_x.py --output=benchmarks/results/x.json --cache=/elsewhere/c"
+    )
+
+
 def test_render_fills_each_block_and_the_check_sees_a_stale_page(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=/elsewhere/x.json"])
     results.write(str(tmp_path / "x.json"), "bench_x", [table()])

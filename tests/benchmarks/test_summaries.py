@@ -292,3 +292,18 @@ def test_batch_norm_kernels_split_by_the_layers_default_path():
         "Time through PyTorch's kernels as a multiple of Keras' formula's: 0.40-0.75x on the maps "
         "that take the kernels by default; 2.00x on the smaller maps, which keep Keras' formula."
     )
+
+
+def test_the_detection_job_sentence_says_which_runs_left_targets_out_of_the_loss():
+    columns = ["backend", "box AP", "mask AP", "box AP50", "mask AP50", "targets left out",
+               "training s", "whole run s"]  # fmt: skip
+    table = results.Table("detection_job", "t", columns)
+    table.add("tensorflow", 0.957, 0.973, 0.998, 1.0, 0, 578, 607)
+    table.add("torch", 0.9, 0.91, 0.99, 1.0, 0, 1200, 1300)
+    sentence = summaries.detection_job(table)
+    assert "on torch box AP 0.900 and mask AP 0.910 (IoU .50:.95) after 1,200 s" in sentence
+    assert sentence.endswith("No run left a target out of the loss.")
+    table.add("jax", 0.5, 0.6, 0.9, 0.9, 557, 900, 950)
+    sentence = summaries.detection_job(table)
+    assert "after 900 s of training, 557 target rows left out of the loss" in sentence
+    assert sentence.endswith("Only jax left targets out of the loss.")
