@@ -76,4 +76,6 @@ def test_train_maskrcnn_compiled_on_torch_prints_the_compile(tmp_path):
     out = train_maskrcnn(tmp_path, "--jit_compile")
     compiled = re.findall(r"compiled the train step \(graph (\d), .*\) in ([\d.]+) s", out)
     assert [graph for graph, _ in compiled] == ["1"], out  # one graph for both steps
+    # The evaluation's predict_on_batch runs no callbacks; the trainer reports it after.
+    assert re.search(r"compiled the predict step \(graph 1, .*\) in [\d.]+ s", out), out
     assert "runs eagerly" not in out and "box AP" in out.splitlines()[-1]

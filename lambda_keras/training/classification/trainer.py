@@ -166,7 +166,8 @@ def _train_fit(config, model, placement: Placement, inputs: data.Inputs, epochs,
     batches = inputs.eval_dataset
     if placement.distribution is not None:  # every batch split evenly over the devices
         batches = data.pad_batches(batches, config.batch_size)
-    metrics = model.evaluate(batches, return_dict=True, verbose=0)
+    # The test step's compile on PyTorch (a new input signature: fit ran no validation).
+    metrics = model.evaluate(batches, return_dict=True, verbose=0, callbacks=[CompileReport()])
     if not placement.chief:
         if config.export:  # the chief's save of model.keras, which every host must take part in
             model.save(os.path.join(_host_scratch(config.model_dir), "model.keras"))

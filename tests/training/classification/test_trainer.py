@@ -213,3 +213,32 @@ def test_the_optimizer_is_built_before_the_first_step():
     paths = [v.path for v in model.optimizer.variables]
     assert any(p.endswith("_average") for p in paths)  # EMA
     assert any(p.endswith("_momentum") for p in paths)  # SGD momentum
+
+
+def test_the_final_evaluation_reports_what_compiling_its_step_cost(tmp_path, monkeypatch):
+    """``model.evaluate`` after ``fit`` runs a CompileReport (on PyTorch the test step compiles
+    for the evaluation's batches: its seconds are printed)."""
+    from types import SimpleNamespace
+
+    from lambda_keras.backend.compile_report import CompileReport
+    from lambda_keras.training.classification import trainer
+
+    seen = {}
+
+    class Model:
+        optimizer = None
+
+        def fit(self, *args, **kwargs):
+            seen["fit"] = kwargs["callbacks"]
+
+        def evaluate(self, batches, **kwargs):
+            seen["evaluate"] = kwargs["callbacks"]
+            return {"accuracy": 1.0}
+
+    monkeypatch.setattr(trainer, "_finish", lambda config, model, metrics, *rest: metrics)
+    config = SimpleNamespace(model_dir=str(tmp_path), verbose=0, batch_size=2, export=False)
+    placement = SimpleNamespace(distribution=None, chief=True)
+    inputs = SimpleNamespace(train_dataset=lambda: None, eval_dataset=[])
+    assert trainer._train_fit(config, Model(), placement, inputs, 1, 1) == {"accuracy": 1.0}
+    assert any(isinstance(callback, CompileReport) for callback in seen["fit"])
+    assert [type(callback) for callback in seen["evaluate"]] == [CompileReport]
