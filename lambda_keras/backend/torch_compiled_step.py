@@ -15,10 +15,13 @@ Keras' JAX backend writes it, stateless (``stateless_call``, the loss, ``torch.a
 forward, backward and the optimizer's update alike, into one graph. The graph takes the model's,
 the optimizer's and the metrics' variables and the batch, and writes the new values into the
 variables in place; ``torch.compile(graph, fullgraph=True, dynamic=False)`` compiles it with
-Inductor. So one step is one compiled call: no graph break (``fullgraph``), no host sync (fake
-tensors refuse to be read), no recompile at a fixed shape (the graph's guards are its inputs'
-shapes and dtypes). On one H100 the port of timm's LambdaResNet-50 trained 3.5 times and
-inferred 6.5 times as fast as with Keras' eager steps (two runs on the same kind of machine:
+Inductor. So one step is one compiled call: no graph break (``fullgraph``), no host sync in
+the traced code (fake tensors refuse to be read; an operator may still sync inside itself, as
+Mask R-CNN's NMS, ``lambda_keras::padded_nms``, reads each image's kept count, see
+[`nms_torchvision`][lambda_keras.detection.ops.nms_torchvision]), no recompile at a fixed shape
+(the graph's guards are its inputs' shapes, dtypes and strides; a batch is made contiguous).
+On one H100 the port of timm's LambdaResNet-50 trained 3.5 times and inferred 6.5 times as
+fast as with Keras' eager steps (two runs on the same kind of machine:
 ``benchmarks/bench_torch_steps.py``, the benchmarks page).
 
 CUDA graphs (``LAMBDA_KERAS_TORCH_COMPILE=reduce-overhead``) are not the default yet. On PyTorch
@@ -422,7 +425,9 @@ class CompiledStep:
 
 
 def _host_reads(graph) -> int:
-    """How many values a traced graph reads on the host."""
+    """How many values a traced graph reads on the host (``aten._local_scalar_dense`` nodes;
+    a custom operator's reads inside its own code are not seen here: those operators carry
+    ``cudagraph_unsafe``)."""
     import torch
 
     target = torch.ops.aten._local_scalar_dense.default
