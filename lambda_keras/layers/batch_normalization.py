@@ -4,6 +4,8 @@ which keep Keras' formulas)."""
 
 from __future__ import annotations
 
+import math
+
 import keras
 from keras import ops
 
@@ -42,6 +44,11 @@ class BatchNormalization(keras.layers.BatchNormalization):
 
     Input and output shape: any, e.g. ``[batch, height, width, channels]``.
     """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        _check_range("momentum", self.momentum, "a number in [0, 1]", high=1.0)
+        _check_range("epsilon", self.epsilon, "a finite number >= 0 (0: frozen statistics)")
 
     def call(self, inputs, training=None, mask=None):
         if not (training and self.trainable):
@@ -94,6 +101,14 @@ class BatchNormalization(keras.layers.BatchNormalization):
         mean = ops.mean(inputs, axis=axes, keepdims=True)
         variance = ops.mean(ops.square(inputs - ops.stop_gradient(mean)), axis=axes)
         return ops.squeeze(mean, axis=axes), variance
+
+
+def _check_range(name: str, value: float, allowed: str, high: float = math.inf) -> None:
+    """A ``ValueError`` naming ``name`` where ``value`` (Keras' float of it) is not in
+    ``[0, high]``: a negative ``epsilon`` makes NaN outputs, a ``momentum`` above 1 moving
+    statistics that grow without bound."""
+    if not 0.0 <= value <= high or not math.isfinite(value):
+        raise ValueError(f"BatchNormalization: `{name}` must be {allowed}; received {value!r}.")
 
 
 def _holds_values(inputs) -> bool:

@@ -193,6 +193,18 @@ def check_input_rank(input_shape) -> int:
     return len(input_shape) - 2
 
 
+def check_input_sides(input_shape) -> None:
+    """Every known side of the map and its channels at least 1 (an empty batch is allowed): a
+    `ValueError` naming the shape, where a map of no positions or no channels failed deep in
+    a convolution or the initializers."""
+    if any(isinstance(side, (int, np.integer)) and side < 1 for side in input_shape[1:]):
+        raise ValueError(
+            "LambdaLayer `inputs` must have at least one position along each spatial axis and "
+            f"at least one channel (the batch may be empty); received input shape "
+            f"{tuple(input_shape)}."
+        )
+
+
 # Position embeddings larger than this many elements (1 GiB in float32) are refused up front
 # instead of failing with an out-of-memory error after seconds of allocation.
 MAX_EMBEDDING_ELEMENTS = 2**28

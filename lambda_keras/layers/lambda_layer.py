@@ -216,6 +216,7 @@ class LambdaLayer(keras.layers.Layer):
     def build(self, input_shape):
         input_shape = tuple(input_shape)  # a list when a saved model is reloaded
         rank = lambda_checks.check_input_rank(input_shape)
+        lambda_checks.check_input_sides(input_shape)
         channels = input_shape[-1]
         if channels is None:
             raise ValueError(
@@ -336,6 +337,7 @@ class LambdaLayer(keras.layers.Layer):
                 f"This LambdaLayer was built for inputs of rank {rank + 2}; received input shape "
                 f"{tuple(static)}."
             )
+        lambda_checks.check_input_sides(static)
         if static[-1] is not None and static[-1] != self.qkv_kernel.shape[0]:
             raise ValueError(
                 f"LambdaLayer {self.name!r} was built for inputs with "

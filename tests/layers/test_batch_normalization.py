@@ -260,3 +260,27 @@ def test_on_pytorch_a_training_call_without_a_gradient_equals_keras_layer(monkey
     np.testing.assert_allclose(numpy(got), numpy(expected), rtol=1e-5, atol=1e-5)
     for a, b in zip(ours.non_trainable_variables, keras_own.non_trainable_variables, strict=True):
         np.testing.assert_allclose(numpy(a), numpy(b), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "arguments, match",
+    [
+        ({"epsilon": -1.0}, r"`epsilon` must be a finite number >= 0 .*received -1\.0"),
+        ({"epsilon": float("nan")}, r"`epsilon` must be .*received nan"),
+        ({"momentum": 2.0}, r"`momentum` must be a number in \[0, 1\]; received 2\.0"),
+        ({"momentum": -0.1}, r"`momentum` must be a number in \[0, 1\]; received -0\.1"),
+    ],
+)
+def test_a_bad_momentum_or_epsilon_is_refused_by_name(arguments, match):
+    """A negative epsilon made every output NaN, a momentum above 1 moving statistics that
+    grow at each step: both refused when the layer is made."""
+    with pytest.raises(ValueError, match=match):
+        BatchNormalization(**arguments)
+
+
+def test_the_edges_of_momentum_and_epsilon_are_taken():
+    """``epsilon=0`` (torchvision's frozen batch norm) and momentum 0 or 1 are allowed."""
+    for arguments in ({"epsilon": 0.0}, {"momentum": 0.0}, {"momentum": 1.0}):
+        layer = BatchNormalization(**arguments)
+        assert layer.get_config()[next(iter(arguments))] == next(iter(arguments.values()))
+        assert type(keras.layers.deserialize(keras.layers.serialize(layer))) is BatchNormalization

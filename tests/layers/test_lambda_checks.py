@@ -14,6 +14,27 @@ def test_the_input_has_one_or_two_spatial_axes():
         check_input_rank((2, 8))
 
 
+@pytest.mark.parametrize(
+    "shape", [(1, 0, 8, 16), (1, 8, 0, 16), (1, 8, 8, 0), (1, 0, 16)]
+)
+@pytest.mark.parametrize("implementation", ["einsum", "conv", "depthwise"])
+def test_a_map_without_positions_or_channels_is_refused_by_its_shape(shape, implementation):
+    """A side or the channels 0 (the batch may be: an empty one passes): a ValueError naming
+    the shape, where the convolutions or the initializers failed deep inside."""
+    layer = LambdaLayer(scope_size=3, implementation=implementation)
+    expected = rf"at least one position .*received input shape \({', '.join(map(str, shape))}\)"
+    with pytest.raises(ValueError, match=expected):
+        layer(np.zeros(shape, "float32"))
+    built = LambdaLayer(scope_size=3, implementation=implementation)
+    good = (1, 4, 4, 16) if len(shape) == 4 else (1, 4, 16)
+    built(np.zeros(good, "float32"))
+    if shape[-1] == 16:  # the built layer refuses it at the call too
+        with pytest.raises(ValueError, match=expected):
+            built(np.zeros(shape, "float32"))
+    empty = (0, *good[1:])  # an empty batch still passes
+    assert tuple(built(np.zeros(empty, "float32")).shape) == empty
+
+
 def test_the_embeddings_span_the_scope_or_every_offset_of_the_largest_map():
     local = LambdaLayer(8, scope_size=5)
     assert embedding_size(local, (7, 9)) == (5, 5)
