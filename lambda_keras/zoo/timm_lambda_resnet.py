@@ -28,6 +28,7 @@ The images these weights expect:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 
 import keras
@@ -278,6 +279,7 @@ def build(model_name: str, *, implementation: str, **application_args) -> keras.
     app = applications.ApplicationArgs(**application_args)
     if spec.fixed_input_size:
         _check_fixed_input(spec, app)
+    _check_lambda_downsampling(spec, app)
     return applications.build(
         app,
         architecture=spec.name,
@@ -308,6 +310,31 @@ def _check_fixed_input(spec: TimmLambdaResNetSpec, app: applications.Application
             f"The weights of {spec.name!r} fit {size}x{size} inputs only (relative position "
             f"embeddings); received input_shape={tuple(shape)}."
         )
+
+
+def _check_lambda_downsampling(spec: TimmLambdaResNetSpec, app: applications.ApplicationArgs):
+    """A stage whose first, strided block is a lambda block halves its map with a 2x2 average
+    pool (floor) and its shortcut with a strided 1x1 convolution (ceil): an odd side there makes
+    the two differ by one, and the addition fails, as in timm (``lambda_resnet26t`` on a 100 x
+    100 image). A ``ValueError`` naming ``input_shape`` before any layer is made; unknown sides
+    are not checked."""
+    shape = app.input_shape
+    if shape is None and app.input_tensor is not None:
+        shape = tuple(app.input_tensor.shape[1:])
+    if shape is None or len(shape) != 3 or not all(isinstance(s, int) for s in shape[:2]):
+        return
+    sides = [math.ceil(math.ceil(side / 2) / 2) for side in shape[:2]]  # the stem's conv, pool
+    for index, stage in enumerate(spec.stages):
+        if stage.stride == 2 and 1 in stage.lambda_blocks and any(s % 2 for s in sides):
+            raise ValueError(
+                f"{spec.name!r} halves the c{index + 2} map with a lambda block, whose 2x2 "
+                f"average pool and strided shortcut need even sides there: input_shape="
+                f"{tuple(shape)} gives a {sides[0]}x{sides[1]} map (as timm's model, it would "
+                "fail at the addition). Heights and widths that are multiples of 32 always "
+                f"work (the weights' {spec.image_size})."
+            )
+        if stage.stride == 2:
+            sides = [math.ceil(side / 2) for side in sides]
 
 
 def _timm_model(name: str) -> Callable:

@@ -85,6 +85,31 @@ def test_local_scope_models_take_any_size():
         assert model(x).shape == (1, 2048)
 
 
+@pytest.mark.parametrize("shape", [(100, 100, 3), (65, 64, 3), (128, 97, 3)])
+def test_a_size_that_meets_a_strided_lambda_block_with_an_odd_map_is_refused(shape, monkeypatch):
+    """``lambda_resnet26t``'s c5 starts with a strided lambda block: its 2x2 pool (floor) and
+    its shortcut (ceil) differ on an odd map, in timm too. Refused by ``input_shape`` before any
+    layer is made; without the check Keras fails at the addition."""
+    from lambda_keras.zoo import timm_lambda_resnet
+
+    expected = rf"halves the c5 map .*input_shape=\({shape[0]}, {shape[1]}, 3\) gives a \d+x\d+ map"
+    with pytest.raises(ValueError, match=expected):
+        zoo.LambdaResNet26T(input_shape=shape, include_top=False, pooling="avg")
+    monkeypatch.setattr(timm_lambda_resnet, "_check_lambda_downsampling", lambda *args: None)
+    with pytest.raises(ValueError, match="incompatible shapes"):  # what the check spares
+        zoo.LambdaResNet26T(input_shape=shape, include_top=False, pooling="avg")
+
+
+def test_sizes_whose_strided_lambda_blocks_meet_even_maps_build():
+    """Sides that are not multiples of 32 but halve evenly where it matters, and models whose
+    strided blocks are convolutions (``lambda_resnet50ts``), build."""
+    assert zoo.LambdaResNet26T(input_shape=(120, 88, 3), include_top=False).output.shape[1:3] == (
+        4, 3,
+    )  # fmt: skip
+    model = zoo.LambdaResNet50TS(input_shape=(100, 100, 3), include_top=False)
+    assert model.output.shape[1:3] == (4, 4)
+
+
 def test_imagenet_weights_are_registered_with_their_evaluation():
     for name, spec in tlr.SPECS.items():
         resolved = weights_lib.resolve_weights("imagenet", name)
