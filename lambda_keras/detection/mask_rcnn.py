@@ -54,6 +54,7 @@ import dataclasses
 import inspect
 
 import keras
+import numpy as np
 from keras import ops as K
 from keras.src.backend import compute_output_spec  # Keras' symbolic trace (JAX: jax.eval_shape)
 
@@ -686,20 +687,41 @@ def _check_inputs(inputs: dict) -> dict:
             "`image_sizes` must be integers [batch, 2], each image's (height, width) inside "
             f"the batch; received {dtype} of shape {tuple(sizes.shape)}."
         )
+    batches = (images.shape[0], sizes.shape[0])
+    if all(isinstance(b, int) for b in batches) and batches[0] != batches[1]:
+        raise ValueError(
+            f"`image_sizes` needs one (height, width) row per image: {batches[0]} images; "
+            f"received {batches[1]} rows."
+        )
+    _check_size_values(inputs["image_sizes"])
     return {"images": images, "image_sizes": K.cast(sizes, "int32")}
 
 
+def _check_size_values(image_sizes) -> None:
+    """Sizes given as host data (a list, a NumPy array) hold heights and widths of at least 1
+    (a size of 0 or less left the image no pixels: no detections, no error)."""
+    if not isinstance(image_sizes, (list, tuple, np.ndarray)):
+        return  # a tensor: its values are the data pipeline's
+    values = np.asarray(image_sizes)
+    if values.size and values.min() < 1:
+        raise ValueError(
+            "`image_sizes` must hold heights and widths of at least 1 pixel; received "
+            f"{values.tolist()}."
+        )
+
+
 def _check_images(shape: tuple) -> None:
-    """Images are ``[batch, height, width, 3]``, height and width multiples of
+    """Images are ``[batch, height, width, 3]``, height and width positive multiples of
     [`SIZE_MULTIPLE`][lambda_keras.detection.mask_rcnn.SIZE_MULTIPLE] (64) where known."""
     if len(shape) != 4 or shape[-1] not in (None, 3):
         raise ValueError(
             f"MaskRCNN takes RGB images [batch, height, width, 3]; received images of shape "
             f"{shape}."
         )
-    if any(side is not None and side % SIZE_MULTIPLE for side in shape[1:3]):
+    if any(side is not None and (side < 1 or side % SIZE_MULTIPLE) for side in shape[1:3]):
         raise ValueError(
-            f"MaskRCNN needs image heights and widths that are multiples of {SIZE_MULTIPLE} (the "
+            f"MaskRCNN needs image heights and widths that are positive multiples of "
+            f"{SIZE_MULTIPLE} (the "
             f"stride of P6); received images of shape {shape}. Pad the batch "
             "(lambda_keras.detection data pipelines do)."
         )

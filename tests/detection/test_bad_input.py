@@ -132,6 +132,7 @@ def test_backbone_without_a_pyramid_is_refused_when_built():
         ((1, 64, 64, 1), r"received images of shape \(1, 64, 64, 1\)"),
         ((1, 64, 64, 4), r"RGB images .*\(1, 64, 64, 4\)"),
         ((1, 96, 64, 3), r"multiples of 64 .*\(1, 96, 64, 3\)"),
+        ((1, 0, 64, 3), r"positive multiples of 64 .*\(1, 0, 64, 3\)"),
     ],
 )
 def test_images_are_checked_before_keras_traces_the_call(shape, message):
@@ -223,3 +224,19 @@ def test_run_settings_that_would_fail_later_fail_before_the_data_is_read(tmp_pat
         )
         prepare_data(config)
     assert not (tmp_path / "data").exists()  # nothing written
+
+
+@pytest.mark.parametrize(
+    "sizes, message",
+    [
+        ([[64, 64]], r"one \(height, width\) row per image: 2 images; received 1 rows"),
+        ([[-5, 0], [64, 64]], r"at least 1 pixel; received \[\[-5, 0\], \[64, 64\]\]"),
+        (np.array([[64, 0], [64, 64]], "int32"), r"at least 1 pixel; received \[\[64, 0\]"),
+    ],
+)
+def test_image_sizes_are_one_positive_row_per_image(sizes, message):
+    """A size row per image, each side at least 1: a missing row was taken from the other
+    image, a size of 0 left an image no pixels (no detections, no error)."""
+    model = MaskRCNN(tiny_backbone(), num_classes=3, fpn_channels=8, box_head_units=8)
+    with pytest.raises(ValueError, match=message):
+        model({"images": z(2, 64, 64, 3), "image_sizes": sizes})
