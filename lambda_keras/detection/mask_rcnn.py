@@ -190,7 +190,7 @@ class MaskRCNN(CompiledSteps, keras.Model):
         self.backbone = backbone
         self.num_classes = v.positive_int("num_classes", num_classes)
         self.fpn_channels = v.positive_int("fpn_channels", fpn_channels)
-        if len(rpn_top_k) != 4:
+        if not isinstance(rpn_top_k, (list, tuple)) or len(rpn_top_k) != 4:
             raise ValueError(f"`rpn_top_k` must hold 4 positive ints; received {rpn_top_k!r}.")
         self.rpn_top_k = tuple(v.positive_int("rpn_top_k", k) for k in rpn_top_k)
         self.rois_per_image = v.positive_int("rois_per_image", rois_per_image)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import keras
 
+from lambda_keras import _validation as v
 from lambda_keras.zoo import applications
 from lambda_keras.zoo.resnet_blocks import LambdaConfig
 from lambda_keras.zoo.resnet_family import SPECS, build_family_model, family_model
@@ -70,7 +71,7 @@ def _lambda_resnet(
     return build_family_model(
         spec,
         applications.ApplicationArgs(**application_args),
-        se_stages=spec.se_stages(True, se_in_lambda_stages),
+        se_stages=spec.se_stages(True, v.boolean("se_in_lambda_stages", se_in_lambda_stages)),
         dropout_rate=dropout_rate,
         stochastic_depth_rate=stochastic_depth_rate,
         lambda_config=lambda_config,

@@ -95,6 +95,8 @@ def test_fit_alone_builds_the_model_and_saving_keeps_the_trained_weights(tmp_pat
     [
         ({"num_classes": 0}, "`num_classes` must be a positive integer"),
         ({"rpn_top_k": (1, 2)}, "`rpn_top_k` must hold 4"),
+        ({"rpn_top_k": 1000}, r"`rpn_top_k` must hold 4 positive ints; received 1000"),
+        ({"rpn_top_k": None}, r"`rpn_top_k` must hold 4 positive ints; received None"),
         ({"score_threshold": 2.0}, "`score_threshold`"),
         ({"backbone": "resnet50"}, "`backbone` must be a keras.Model"),
     ],

@@ -197,6 +197,7 @@ def test_saved_model_export(tmp_path):
         (dict(weights="missing/file.weights.h5"), ValueError, "does not exist"),
         (dict(input_tensor=np.zeros((1, 64, 64, 3))), TypeError, "input_tensor"),
         (dict(implementation="fast"), ValueError, "implementation"),
+        (dict(se_in_lambda_stages="no"), TypeError, "`se_in_lambda_stages` must be True or"),
     ],
 )
 def test_argument_errors(kwargs, error, match):
