@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 
 import keras
 
+from lambda_keras import _validation as v
 from lambda_keras.layers.lambda_conv import LambdaConv2D
 
 __all__ = ["swap_convolutions"]
@@ -92,6 +93,7 @@ def swap_convolutions(
         intra_depth=intra_depth,
         implementation=implementation,
     )
+    options["num_heads"] = v.positive_int("num_heads", num_heads)  # before 8 * num_heads below
     LambdaConv2D(8 * num_heads, **options)  # bad lambda arguments fail before any cloning
 
     def clone(layer):

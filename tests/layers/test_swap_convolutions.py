@@ -79,3 +79,6 @@ def test_errors(resnet50):
         swap_convolutions("resnet50")
     with pytest.raises(ValueError, match="kernel_size"):
         swap_convolutions(resnet50, kernel_size=4)
+    for heads in (0, "4", 4.0):  # named as itself, not as the probe's filters = 8 * num_heads
+        with pytest.raises(ValueError, match=rf"`num_heads` must be .*num_heads={heads!r}"):
+            swap_convolutions(resnet50, num_heads=heads)
