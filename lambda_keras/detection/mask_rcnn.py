@@ -720,10 +720,9 @@ def _check_images(shape: tuple) -> None:
         )
     if any(side is not None and (side < 1 or side % SIZE_MULTIPLE) for side in shape[1:3]):
         raise ValueError(
-            f"MaskRCNN needs image heights and widths that are positive multiples of "
-            f"{SIZE_MULTIPLE} (the "
-            f"stride of P6); received images of shape {shape}. Pad the batch "
-            "(lambda_keras.detection data pipelines do)."
+            "MaskRCNN needs image heights and widths that are positive multiples of "
+            f"{SIZE_MULTIPLE} (the stride of P6); received images of shape {shape}. Pad the "
+            "batch (lambda_keras.detection data pipelines do)."
         )
 
 
