@@ -9,6 +9,8 @@ import math
 import keras
 from keras import ops
 
+from lambda_keras import _validation as v
+
 __all__ = ["BatchNormalization"]
 
 
@@ -47,8 +49,9 @@ class BatchNormalization(keras.layers.BatchNormalization):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        _check_range("momentum", self.momentum, "a number in [0, 1]", high=1.0)
-        _check_range("epsilon", self.epsilon, "a finite number >= 0 (0: frozen statistics)")
+        # A negative epsilon makes NaN outputs, a momentum above 1 moving statistics that grow.
+        v.number_in("momentum", self.momentum, 0.0, 1.0)
+        v.number_in("epsilon", self.epsilon, 0.0, math.inf)  # 0: frozen statistics
 
     def call(self, inputs, training=None, mask=None):
         if not (training and self.trainable):
@@ -101,14 +104,6 @@ class BatchNormalization(keras.layers.BatchNormalization):
         mean = ops.mean(inputs, axis=axes, keepdims=True)
         variance = ops.mean(ops.square(inputs - ops.stop_gradient(mean)), axis=axes)
         return ops.squeeze(mean, axis=axes), variance
-
-
-def _check_range(name: str, value: float, allowed: str, high: float = math.inf) -> None:
-    """A ``ValueError`` naming ``name`` where ``value`` (Keras' float of it) is not in
-    ``[0, high]``: a negative ``epsilon`` makes NaN outputs, a ``momentum`` above 1 moving
-    statistics that grow without bound."""
-    if not 0.0 <= value <= high or not math.isfinite(value):
-        raise ValueError(f"BatchNormalization: `{name}` must be {allowed}; received {value!r}.")
 
 
 def _holds_values(inputs) -> bool:

@@ -86,6 +86,7 @@ def swap_convolutions(
     if not candidates:
         raise ValueError(f"Model {model.name!r} has no 3x3 Conv2D layer to swap.")
     chosen = _choose(candidates, stages, predicate, model.name)
+    num_heads = v.positive_int("num_heads", num_heads)  # named before 8 * num_heads below
     options = dict(
         kernel_size=kernel_size,
         key_dim=key_dim,
@@ -93,7 +94,6 @@ def swap_convolutions(
         intra_depth=intra_depth,
         implementation=implementation,
     )
-    options["num_heads"] = v.positive_int("num_heads", num_heads)  # before 8 * num_heads below
     LambdaConv2D(8 * num_heads, **options)  # bad lambda arguments fail before any cloning
 
     def clone(layer):

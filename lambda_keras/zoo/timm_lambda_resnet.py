@@ -290,12 +290,17 @@ def build(model_name: str, *, implementation: str, **application_args) -> keras.
     )
 
 
+def _given_input_shape(app: applications.ApplicationArgs) -> tuple | None:
+    """The ``input_shape`` given, else the input tensor's, else None (the default size)."""
+    if app.input_shape is None and app.input_tensor is not None:
+        return tuple(app.input_tensor.shape[1:])
+    return app.input_shape
+
+
 def _check_fixed_input(spec: TimmLambdaResNetSpec, app: applications.ApplicationArgs) -> None:
     """Relative position embeddings are sized to the map: the input size must be static, and
     the ImageNet weights' (256x256)."""
-    shape = app.input_shape
-    if shape is None and app.input_tensor is not None:
-        shape = tuple(app.input_tensor.shape[1:])
+    shape = _given_input_shape(app)
     if shape is None:
         return  # the default, spec.image_size
     size = spec.image_size
@@ -318,9 +323,7 @@ def _check_lambda_downsampling(spec: TimmLambdaResNetSpec, app: applications.App
     the two differ by one, and the addition fails, as in timm (``lambda_resnet26t`` on a 100 x
     100 image). A ``ValueError`` naming ``input_shape`` before any layer is made; unknown sides
     are not checked."""
-    shape = app.input_shape
-    if shape is None and app.input_tensor is not None:
-        shape = tuple(app.input_tensor.shape[1:])
+    shape = _given_input_shape(app)
     if shape is None or len(shape) != 3 or not all(isinstance(s, int) for s in shape[:2]):
         return
     sides = [math.ceil(math.ceil(side / 2) / 2) for side in shape[:2]]  # the stem's conv, pool
