@@ -18,6 +18,7 @@ __all__ = [
     "divisible",
     "extent",
     "implementation",
+    "is_int",
     "is_number",
     "non_negative_int",
     "number_in",
@@ -28,6 +29,7 @@ __all__ = [
     "positive_int",
     "positive_number",
     "scope",
+    "sequence",
     "square_bool_mask",
 ]
 
@@ -54,6 +56,11 @@ def check_fields(obj: object, checks: Mapping[str, Check]) -> None:
 
 def _is_int(value) -> bool:
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is an integer: an int (NumPy's too), not a bool (``2.0`` is not)."""
+    return _is_int(value)
 
 
 def is_number(value) -> bool:
@@ -125,6 +132,18 @@ def one_of(name: str, value, allowed: Sequence) -> object:
             f"received {name}={value!r}."
         )
     return value
+
+
+def sequence(name: str, value, allowed: str) -> tuple:
+    """Return ``value`` as a tuple, or raise if it is not a list, a tuple or another sequence
+    (a string, a scalar, a set or None is not). ``allowed`` says what is, for the error
+    (``"a list or tuple of block numbers"``); the items themselves are not checked."""
+    is_array = isinstance(value, np.ndarray) and value.ndim == 1
+    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or is_array):
+        raise TypeError(
+            f"`{name}` must be {allowed}; received {name}={value!r} ({type(value).__name__})."
+        )
+    return tuple(value)
 
 
 def divisible(name: str, value: int, by_name: str, by: int) -> None:

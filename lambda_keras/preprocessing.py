@@ -51,9 +51,16 @@ def center_crop(image, size: int, crop_fraction: float):
 def eval_image(image, image_size: int, crop_fraction: float = 0.875):
     """Evaluation preprocessing of one image or a batch (before normalisation): centre crop,
     float32 in ``[0, 255]``. The serving graph and keras-hub's image converters in ``tf.data``
-    ([`image_classifier`][lambda_keras.hub.image_classifier]) apply exactly this."""
+    ([`image_classifier`][lambda_keras.hub.image_classifier]) apply exactly this.
+
+    Raises:
+        ValueError: If ``image_size`` is not a positive integer or ``crop_fraction`` is not a
+            number in (0, 1] (both Python values, checked before anything is traced).
+    """
     import tensorflow as tf
 
+    image_size = v.positive_int("image_size", image_size)
+    crop_fraction = check_crop_fraction(crop_fraction)
     image = center_crop(tf.cast(image, tf.float32), image_size, crop_fraction)
     return tf.clip_by_value(image, 0.0, 255.0)
 
@@ -66,14 +73,26 @@ def eval_image_on_backend(image, image_size: int, crop_fraction: float = 0.875):
     scale (measured on scikit-learn's photos on JAX and PyTorch; TensorFlow's is its own).
 
     Args:
-        image: ``[height, width, channels]`` or ``[batch, height, width, channels]``.
+        image: ``[height, width, channels]`` or ``[batch, height, width, channels]``, its
+            height and width known and at least 1.
+        image_size: The side of the square crop, a positive integer.
+        crop_fraction: The crop's share of the resized shorter side, in (0, 1].
 
     Returns:
         float32 ``[..., image_size, image_size, channels]`` in ``[0, 255]``.
+
+    Raises:
+        ValueError: If ``image_size`` is not a positive integer, ``crop_fraction`` is not a
+            number in (0, 1], or ``image`` is not of rank 3 or 4 with a known height and
+            width of at least 1 pixel.
     """
     import keras
 
-    image = keras.ops.cast(keras.ops.convert_to_tensor(image), "float32")
+    image_size = v.positive_int("image_size", image_size)
+    crop_fraction = check_crop_fraction(crop_fraction)
+    image = keras.ops.convert_to_tensor(image)
+    _check_image_shape(tuple(image.shape))
+    image = keras.ops.cast(image, "float32")
     height, width = image.shape[-3], image.shape[-2]
     # TensorFlow's arithmetic: float32, rounding half to even
     scale = np.float32(image_size / crop_fraction) / np.float32(min(height, width))
@@ -84,6 +103,18 @@ def eval_image_on_backend(image, image_size: int, crop_fraction: float = 0.875):
     top, left = ((side - image_size) // 2 for side in sides)
     crop = resized[..., top : top + image_size, left : left + image_size, :]
     return keras.ops.clip(crop, 0.0, 255.0)
+
+
+def _check_image_shape(shape: tuple) -> None:
+    """Raise ``ValueError`` unless ``shape`` is one image ``[height, width, channels]`` or a
+    batch ``[batch, height, width, channels]`` whose height and width are known and >= 1."""
+    if len(shape) not in (3, 4) or not all(
+        isinstance(side, int) and side >= 1 for side in shape[-3:-1]
+    ):
+        raise ValueError(
+            "`image` must be [height, width, channels] or [batch, height, width, channels] "
+            f"with a known height and width of at least 1 pixel; received shape {shape}."
+        )
 
 
 def normalize(images):

@@ -3,6 +3,8 @@ of Keras' backend with the constants on their device, in float32 at least (integ
 not wrap, half-precision ones come back in their dtype). Runs on every backend (the JAX and
 PyTorch children of tests/test_backends.py too)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -60,3 +62,73 @@ def test_the_evaluation_crop_on_the_backend_is_tensorflow_s(shape):
         return
     tolerance = 1e-4 if keras.backend.backend() == "tensorflow" else 0.013
     np.testing.assert_allclose(got, expected, atol=tolerance)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"image_size": 0}, "`image_size` must be a positive integer; received image_size=0."),
+        (
+            {"image_size": 224.5},
+            "`image_size` must be a positive integer; received image_size=224.5.",
+        ),
+        (
+            {"image_size": 224.0},
+            "`image_size` must be a positive integer; received image_size=224.0.",
+        ),
+        (
+            {"crop_fraction": 2.0},
+            "`crop_fraction` must be a number in (0.0, 1.0]; received crop_fraction=2.0.",
+        ),
+        (
+            {"crop_fraction": 0.0},
+            "`crop_fraction` must be a number in (0.0, 1.0]; received crop_fraction=0.0.",
+        ),
+        (
+            {"crop_fraction": float("nan")},
+            "`crop_fraction` must be a number in (0.0, 1.0]; received crop_fraction=nan.",
+        ),
+        ({"image": np.zeros((32, 32))}, "`image` must be [height, width, channels] or"),
+        ({"image": np.zeros((32, 32))}, "received shape (32, 32)."),
+        ({"image": np.zeros((1, 1, 32, 32, 3))}, "received shape (1, 1, 32, 32, 3)."),
+        ({"image": np.zeros((0, 32, 3))}, "at least 1 pixel; received shape (0, 32, 3)."),
+        ({"image": np.zeros((2, 32, 0, 3))}, "received shape (2, 32, 0, 3)."),
+    ],
+)
+def test_the_evaluation_crop_on_the_backend_refuses_bad_arguments_by_name(kwargs, message):
+    """Checked before anything is resized: a crop fraction above 1, a float or zero size, an
+    image without a channel axis or without pixels."""
+    from lambda_keras.preprocessing import eval_image_on_backend
+
+    arguments = {"image": np.zeros((32, 32, 3), "float32"), "image_size": 16, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        eval_image_on_backend(**arguments)
+
+
+def test_the_evaluation_crop_on_the_backend_takes_numpy_integer_sizes():
+    from lambda_keras.preprocessing import eval_image_on_backend
+
+    image = np.full((40, 30, 3), 17, "uint8")
+    got = keras.ops.convert_to_numpy(eval_image_on_backend(image, np.int64(16), 1))
+    assert got.shape == (16, 16, 3)
+    np.testing.assert_allclose(got, 17, atol=1e-3)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"image_size": 0}, "`image_size` must be a positive integer; received image_size=0."),
+        ({"image_size": 224.5}, "received image_size=224.5."),
+        ({"crop_fraction": 0}, "`crop_fraction` must be a number in (0.0, 1.0]; received"),
+        ({"crop_fraction": 1.5}, "received crop_fraction=1.5."),
+    ],
+)
+def test_the_evaluation_crop_in_tensorflow_refuses_bad_arguments_by_name(kwargs, message):
+    """``eval_image`` (TensorFlow, in tf.data) as its backend twin: a zero size failed inside
+    TensorFlow's resize, a zero fraction divided by zero."""
+    pytest.importorskip("tensorflow")
+    from lambda_keras.preprocessing import eval_image
+
+    arguments = {"image": np.zeros((32, 32, 3), "float32"), "image_size": 16, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        eval_image(**arguments)

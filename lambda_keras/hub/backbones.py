@@ -147,7 +147,7 @@ class LambdaResNetBackbone(_HubPyramidBackbone):
         **kwargs,
     ):
         options = {
-            "depth": depth,
+            "depth": pyramid_backbone.check_depth(depth),  # an int in the configuration
             "c4": c4,
             "batch_norm": batch_norm,
             "implementation": implementation,
@@ -191,7 +191,7 @@ class ResNetRSBackbone(_HubPyramidBackbone):
         **kwargs,
     ):
         options = {
-            "depth": depth,
+            "depth": pyramid_backbone.check_depth(depth),  # an int in the configuration
             "se": se,
             "batch_norm": batch_norm,
             "stochastic_depth_rate": stochastic_depth_rate,

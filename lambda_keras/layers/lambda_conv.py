@@ -33,6 +33,23 @@ CONV_IMPLEMENTATIONS = {
 (`conv3d` is the paper's name for `conv`)."""
 
 
+def _check_strides(strides, rank: int) -> int:
+    """``strides``: the int 1 or 2, or ``rank`` of the same (a float, ``2.0``, or a bool is
+    refused: Keras' convolutions take ints). Returns the int."""
+    values = tuple(strides) if isinstance(strides, (tuple, list)) else (strides,)
+    ok = (
+        len(values) in (1, rank)
+        and all(v.is_int(s) and s in (1, 2) for s in values)
+        and len(set(values)) == 1
+    )
+    if not ok:
+        raise ValueError(
+            f"`strides` must be 1 or 2, as an int (2: a 3x3 average pool of stride 2 after the "
+            f"layer) or a tuple of {rank} equal ints; received strides={strides!r}."
+        )
+    return int(values[0])
+
+
 class _LambdaConv(LambdaLayer):
     """Shared by [`LambdaConv1D`][lambda_keras.layers.lambda_conv.LambdaConv1D] and
     [`LambdaConv2D`][lambda_keras.layers.lambda_conv.LambdaConv2D] (``rank`` spatial axes)."""
@@ -61,13 +78,7 @@ class _LambdaConv(LambdaLayer):
                 f"`padding` must be 'same' for {type(self).__name__}: a lambda convolution sees "
                 f"its whole scope, cropped at the borders; received padding={padding!r}."
             )
-        if isinstance(strides, (tuple, list)) and len(set(strides)) == 1:
-            strides = strides[0]
-        if strides not in (1, 2) or isinstance(strides, bool):
-            raise ValueError(
-                f"`strides` must be 1 or 2 (2: a 3x3 average pool of stride 2 after the layer); "
-                f"received strides={strides!r}."
-            )
+        strides = _check_strides(strides, self.rank)
         filters = v.positive_int("filters", filters)
         kernel_size = v.odd_window("kernel_size", kernel_size, self.rank)
         v.one_of("implementation", implementation, tuple(CONV_IMPLEMENTATIONS))
@@ -86,7 +97,7 @@ class _LambdaConv(LambdaLayer):
         )
         self.filters = filters
         self.kernel_size = kernel_size
-        self.strides = int(strides)
+        self.strides = strides
         self.padding = padding
         self._conv_implementation = implementation
 

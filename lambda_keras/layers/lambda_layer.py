@@ -87,7 +87,11 @@ class LambdaLayer(keras.layers.Layer):
             ``"depthwise"`` (``keras.ops.depthwise_conv`` with channel multiplier ``key_dim``, Fig.
             5; requires ``intra_depth=1``), or ``"auto"``, see
             [`resolve_implementation`][lambda_keras.layers.lambda_layer.LambdaLayer.resolve_implementation].
-            All give the same result.
+            All give the same result on finite inputs. A NaN or infinite input value reaches
+            every output of its map through the content lambda; in a position-only layer
+            (``content=False``) ``"einsum"`` still spreads it over the whole map (its dense
+            embeddings multiply every position, zeros outside the scope), where ``"conv"`` and
+            ``"depthwise"`` keep it inside the scope.
         content: Whether to use the content lambda (``False``: position-only layer).
         position: Whether to use position lambdas (``False``: content-only layer, i.e.
             multi-query linear attention).

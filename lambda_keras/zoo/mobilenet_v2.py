@@ -117,10 +117,10 @@ def _check_lambda_blocks(lambda_blocks, alpha: float, lambda_options: dict) -> N
     """Fail on blocks that cannot be lambda blocks, or bad lambda hyper-parameters, before any
     layer is built."""
     replaceable = _replaceable_blocks()
-    if any(block not in replaceable for block in lambda_blocks):
+    if any(not v.is_int(block) or block not in replaceable for block in lambda_blocks):
         raise ValueError(
-            "`lambda_blocks` holds 1-indexed inverted bottlenecks that keep their shape "
-            f"(stride 1, same channels in and out): {replaceable}; received "
+            "`lambda_blocks` holds the 1-indexed numbers (ints) of inverted bottlenecks that keep "
+            f"their shape (stride 1, same channels in and out): {replaceable}; received "
             f"lambda_blocks={tuple(lambda_blocks)}."
         )
     if not lambda_blocks:
@@ -266,7 +266,9 @@ def LambdaMobileNetV2(
     return _mobilenet_v2(
         app,
         architecture="lambda_mobilenet_v2",
-        lambda_blocks=tuple(lambda_blocks),
+        lambda_blocks=v.sequence(
+            "lambda_blocks", lambda_blocks, "a list or tuple of 1-indexed block numbers"
+        ),
         alpha=alpha,
         dropout_rate=dropout_rate,
         lambda_options=lambda_options,

@@ -135,6 +135,7 @@ class _FamilyBackbone(_PyramidBackbone):
         name: str | None,
         **kwargs,
     ):
+        depth = check_depth(depth)
         _check_batch_norm(batch_norm)
         input_shape = _check_input_shape(input_shape)
         body = build_family_model(
@@ -178,12 +179,15 @@ def _check_batch_norm(batch_norm) -> None:
         )
 
 
-def _check_depth(depth) -> int:
-    if isinstance(depth, bool) or depth not in DEPTHS:
+def check_depth(depth, name: str = "depth") -> int:
+    """``depth`` as an int, one of ``DEPTHS`` (``50.0`` or ``True`` is refused: the depth
+    names the model, ``lambda_resnet50``); the error names the argument ``name``."""
+    if not v.is_int(depth) or depth not in DEPTHS:
         raise ValueError(
-            f"`depth` must be one of {', '.join(map(str, DEPTHS))}; received depth={depth!r}."
+            f"`{name}` must be one of {', '.join(map(str, DEPTHS))} (an int); received "
+            f"{name}={depth!r}."
         )
-    return depth
+    return int(depth)
 
 
 def _stage_output(stage: int, blocks: tuple[int, ...]) -> str:
@@ -192,20 +196,19 @@ def _stage_output(stage: int, blocks: tuple[int, ...]) -> str:
 
 
 def _check_input_shape(input_shape, name: str = "input_shape") -> tuple:
-    if not isinstance(input_shape, (tuple, list)) or len(input_shape) != 3:
+    sides = v.sequence(name, input_shape, "a tuple (height, width, channels)")
+    if len(sides) != 3:
         raise ValueError(
             f"`{name}` must be (height, width, channels); received {name}={input_shape!r}."
         )
-    _check_image_size((None, *input_shape), name=name)
-    return tuple(input_shape)
+    _check_image_size((None, *sides), name=name)
+    return tuple(int(side) if v.is_int(side) else side for side in sides)  # NumPy's ints too
 
 
 def _check_image_size(shape, name: str = "images") -> None:
     """Height and width (where known) must be multiples of 32, the stride of P5."""
     for side in shape[1:3]:
-        if side is not None and (
-            isinstance(side, bool) or not isinstance(side, int) or side < STRIDE or side % STRIDE
-        ):
+        if side is not None and (not v.is_int(side) or side < STRIDE or side % STRIDE):
             raise ValueError(
                 f"The backbone's image height and width must be multiples of {STRIDE} (at least "
                 f"{STRIDE}), or None for any such size; received {name} of shape "
@@ -284,7 +287,7 @@ class LambdaResNetBackbone(_FamilyBackbone):
     @staticmethod
     def classifier_name(depth: int, c4: bool = False) -> str:
         """The zoo classifier whose body this backbone is (its weights' architecture)."""
-        return f"lambda_resnet{_check_depth(depth)}{'_c4' if v.boolean('c4', c4) else ''}"
+        return f"lambda_resnet{check_depth(depth)}{'_c4' if v.boolean('c4', c4) else ''}"
 
     def get_config(self) -> dict:
         return {**super().get_config(), "c4": self.c4, "implementation": self.implementation}
@@ -342,7 +345,7 @@ class ResNetRSBackbone(_FamilyBackbone):
     @staticmethod
     def classifier_name(depth: int) -> str:
         """The zoo classifier whose body this backbone is (its weights' architecture)."""
-        return f"resnet_rs{_check_depth(depth)}"
+        return f"resnet_rs{check_depth(depth)}"
 
     def get_config(self) -> dict:
         return {**super().get_config(), "se": self.se}

@@ -135,6 +135,23 @@ def test_a_dtype_policy_reaches_the_body_s_layers():
         LambdaResNetBackbone(dtype="int8_from_float32", **TINY)
 
 
+@pytest.mark.parametrize("depth", [50.0, [50], "50", True])
+@pytest.mark.parametrize("cls", [LambdaResNetBackbone, ResNetRSBackbone], ids=lambda c: c.__name__)
+def test_a_depth_other_than_an_allowed_int_is_refused_naming_it(cls, depth):
+    """depth=50.0 was a KeyError ('lambda_resnet50.0'), depth=[50] an unhashable-type error."""
+    with pytest.raises(ValueError) as error:
+        cls(depth=depth, **TINY)
+    message = str(error.value)
+    assert "`depth` must be one of 50, 101, 152, 200, 270, 350, 420" in message
+    assert f"received depth={depth!r}" in message
+
+
+def test_a_numpy_int_depth_is_an_int_in_the_configuration():
+    config = LambdaResNetBackbone(depth=np.int64(50), **TINY).get_config()
+    assert type(config["depth"]) is int
+    json.dumps(config)  # save_to_preset writes it as JSON
+
+
 @pytest.mark.parametrize(
     "image_shape, match",
     [

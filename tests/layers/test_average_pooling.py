@@ -134,3 +134,10 @@ def test_padding_in_upper_case_is_same_padding():
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(layer(x)), reference(x, 3, 2, "same"), rtol=1e-5, atol=1e-6
     )
+
+
+def test_the_layer_refuses_a_stride_of_zero_when_made():
+    """Keras' layer takes it (a window of 0 it refuses itself) and fails when called."""
+    message = "`strides` must be a positive integer; received strides=0"
+    with pytest.raises(ValueError, match=message):
+        AveragePooling2D(2, strides=0)

@@ -104,6 +104,13 @@ def test_bad_arguments(kwargs, error, message):
         LambdaConv2D(**kwargs)
 
 
+@pytest.mark.parametrize("strides", [2, np.int64(2), (2, 2), [2, 2], (2,)])
+def test_int_strides_in_any_form(strides):
+    conv = LambdaConv2D(8, 3, strides=strides, key_dim=4, num_heads=2)
+    assert conv.strides == 2 and type(conv.get_config()["strides"]) is int
+    assert LambdaConv1D(8, 3, strides=(1,), key_dim=4, num_heads=2).strides == 1
+
+
 def test_wrong_input_rank_names_the_layout():
     with pytest.raises(ValueError, match=r"LambdaConv2D takes inputs \[batch, height, width"):
         LambdaConv2D(8)(np.zeros((2, 5, 8), "float32"))

@@ -276,6 +276,22 @@ def test_position_only_local_layer_is_translation_equivariant(impl):
     assert not np.allclose(y_shifted, y, atol=1e-3)  # it does depend on the input's position
 
 
+@pytest.mark.parametrize("impl, spreads", [("einsum", True), ("conv", False), ("depthwise", False)])
+@pytest.mark.parametrize("content", [False, True])
+def test_where_a_nan_input_reaches(impl, spreads, content):
+    """What the docstring says of a NaN input: the content lambda carries it to every output;
+    without it, einsum's dense embeddings still do, the convolutions only inside the scope."""
+    x = RNG.normal(size=(1, 16, 16, 8)).astype("float32")
+    x[0, 0, 0, 0] = np.nan
+    layer = LambdaLayer(
+        8, key_dim=4, num_heads=2, scope_size=3, content=content, implementation=impl
+    )
+    y = numpy(layer(x))
+    assert np.isnan(y[0, :2, :2]).all()  # the scope around the NaN
+    assert np.isnan(y[0, 8:, 8:]).all() == (content or spreads)
+    assert np.isfinite(y[0, 8:, 8:]).all() == (not (content or spreads))
+
+
 @pytest.mark.parametrize("impl", ["conv", "depthwise", "einsum"])
 def test_variable_spatial_size(impl):
     inputs = keras.Input((None, None, 8))

@@ -67,3 +67,24 @@ def test_damaged_weights_file_is_named(tmp_path):
     garbage.write_bytes(b"not an hdf5 file")
     with pytest.raises(ValueError, match="garbage.weights.h5' is damaged"):
         zoo.MobileNetV2(alpha=0.35, input_shape=(64, 64, 3), classes=3, weights=str(garbage))
+
+
+@pytest.mark.parametrize("depth", [50.0, np.float32(101), [50], "50", True, 51])
+@pytest.mark.parametrize("backbone", [zoo.LambdaResNetBackbone, zoo.ResNetRSBackbone])
+def test_backbone_depth_names_the_allowed_depths(backbone, depth):
+    """A float depth was taken for 50 and built `lambda_resnet50.0` (KeyError); a list failed
+    on hashing."""
+    with pytest.raises(ValueError) as error:
+        backbone(depth=depth)
+    message = str(error.value)
+    assert "`depth` must be one of 50, 101, 152, 200, 270, 350, 420" in message
+    assert f"received depth={depth!r}" in message
+
+
+@pytest.mark.parametrize("input_shape", ["224,224,3", 224, {64, 3}])
+def test_backbone_input_shape_must_be_a_sequence(input_shape):
+    with pytest.raises(TypeError) as error:
+        zoo.LambdaResNetBackbone(input_shape=input_shape)
+    message = str(error.value)
+    assert "`input_shape` must be a tuple (height, width, channels)" in message
+    assert f"received input_shape={input_shape!r}" in message

@@ -54,3 +54,18 @@ def test_forward_and_alpha():
 def test_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LambdaMobileNetV2(**kwargs)
+
+
+@pytest.mark.parametrize("lambda_blocks", [5, "10,16", None, 10.0])
+def test_lambda_blocks_must_be_a_sequence(lambda_blocks):
+    """Before: `'int' object is not iterable`, and a string split into its characters."""
+    with pytest.raises(TypeError) as error:
+        LambdaMobileNetV2(lambda_blocks=lambda_blocks)
+    message = str(error.value)
+    assert "`lambda_blocks` must be a list or tuple of 1-indexed block numbers" in message
+    assert f"received lambda_blocks={lambda_blocks!r}" in message
+
+
+def test_lambda_blocks_are_ints():
+    with pytest.raises(ValueError, match=r"`lambda_blocks` holds the 1-indexed numbers \(ints\)"):
+        LambdaMobileNetV2(lambda_blocks=(10.0, 16))

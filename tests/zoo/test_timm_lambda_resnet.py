@@ -4,6 +4,8 @@ Equivalence with timm itself (which needs PyTorch) is ``test_timm_equivalence.py
 ``-m slow``; the converter is ``test_convert_timm.py``.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -187,6 +189,38 @@ def test_decode_predictions_is_offline_imagenet():
     assert len({wnid for wnid, _ in zoo.applications.imagenet_classes()}) == 1000
     with pytest.raises(ValueError, match=r"\[batch, 1000\].*\(2, 10\)"):
         tlr.decode_predictions(np.zeros((2, 10)))
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (np.nan, "received nan at preds[1, 3] (1 of 2000 scores not finite)"),
+        (np.inf, "received inf at preds[1, 3] (1 of 2000 scores not finite)"),
+        (-np.inf, "received -inf at preds[1, 3] (1 of 2000 scores not finite)"),
+    ],
+)
+def test_decode_predictions_refuses_scores_that_are_not_finite(bad, message):
+    """NaN and infinite scores have no rank: refused by name, not ranked silently."""
+    scores = np.zeros((2, 1000), "float32")
+    scores[1, 3] = bad
+    expected = f"`preds` must hold finite scores (NaN and infinities have no rank); {message}."
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        tlr.decode_predictions(scores, top=2)
+    with pytest.raises(ValueError, match=re.escape("received nan at preds[0, 0] (2000 of 2000")):
+        tlr.decode_predictions(np.full((2, 1000), np.nan), top=2)  # all-NaN rows
+
+
+def test_decode_predictions_refuses_a_top_above_the_number_of_classes():
+    """``top`` is from 1 to 1000 (a positive integer: ``v.positive_int``), not cut to 1000."""
+    message = "`top` must be at most the number of classes, 1000; received top=1001."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        tlr.decode_predictions(np.zeros((1, 1000)), top=1001)
+    assert len(tlr.decode_predictions(np.zeros((1, 1000)), top=1000)[0]) == 1000
+
+
+def test_decode_predictions_refuses_scores_that_are_not_numbers():
+    with pytest.raises(TypeError, match=re.escape("`preds` must hold real-valued scores")):
+        tlr.decode_predictions(np.full((1, 1000), "a"))
 
 
 @pytest.mark.end_to_end  # a SavedModel written and served
