@@ -30,7 +30,7 @@ class AnchorGenerator(ModelPart):
     """The anchors of a feature pyramid; subclasses say where they lie (``__call__``).
 
     Args:
-        sizes: ``{level: anchor side in pixels}``; default
+        sizes: ``{level: anchor side in pixels}``, a level a positive int (2 for P2); default
             [`DEFAULT_SIZES`][lambda_keras.detection.ops.anchors.DEFAULT_SIZES] (P2-P6).
         aspect_ratios: Heights over widths, the same at every level.
     """
@@ -43,13 +43,13 @@ class AnchorGenerator(ModelPart):
         sizes = ops.DEFAULT_SIZES if sizes is None else sizes
         if not isinstance(sizes, dict) or not sizes:
             raise TypeError(f"`sizes` must be a dict {{level: side}}; received {sizes!r}.")
-        self.sizes = {
-            v.positive_int("sizes level", int(level)): v.positive_number("sizes", side)
-            for level, side in sorted(sizes.items(), key=lambda item: int(item[0]))
-        }
-        if isinstance(aspect_ratios, (str, bytes)) or not len(aspect_ratios):
-            raise TypeError(f"`aspect_ratios` must be numbers; received {aspect_ratios!r}.")
-        self.aspect_ratios = tuple(v.positive_number("aspect_ratios", r) for r in aspect_ratios)
+        sides = {_level(level, sizes): v.positive_number("sizes", s) for level, s in sizes.items()}
+        self.sizes = dict(sorted(sides.items()))
+        allowed = "numbers (heights over widths, e.g. (0.5, 1.0, 2.0))"
+        ratios = v.sequence("aspect_ratios", aspect_ratios, allowed)
+        if not ratios:
+            raise TypeError(f"`aspect_ratios` must be {allowed}; received aspect_ratios=().")
+        self.aspect_ratios = tuple(v.positive_number("aspect_ratios", r) for r in ratios)
 
     @property
     def anchors_per_cell(self) -> int:
@@ -86,6 +86,17 @@ class AnchorGenerator(ModelPart):
         config["sizes"] = {int(level): side for level, side in config["sizes"].items()}
         config["aspect_ratios"] = tuple(config["aspect_ratios"])
         return cls(**config)
+
+
+def _level(level, sizes: dict) -> int:
+    """A key of ``sizes``: a pyramid level, a positive int (2 for P2; not 2.7, "P2" or True)."""
+    try:
+        return v.positive_int("sizes", level)
+    except ValueError:
+        raise ValueError(
+            "`sizes` must map pyramid levels (positive integers: 2 for P2) to anchor sides in "
+            f"pixels; received the level {level!r} in sizes={sizes!r}."
+        ) from None
 
 
 @keras.saving.register_keras_serializable(package="lambda_keras")

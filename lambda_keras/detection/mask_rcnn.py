@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+from collections.abc import Iterable, Mapping
 
 import keras
 import numpy as np
@@ -208,7 +209,13 @@ class MaskRCNN(CompiledSteps, keras.Model):
         )
         self.detection_candidates = v.positive_int("detection_candidates", detection_candidates)
         self.transform = _check_transform(transform, backbone)
-        self.categories = _check_categories(categories, self.num_classes)
+        self.categories = check_categories(categories, self.num_classes)
+        # The parts' own checks would name their parameters (num_convs, batch_norm), not these.
+        v.boolean("fpn_batch_norm", fpn_batch_norm)
+        v.positive_int("rpn_convs", rpn_convs)
+        v.non_negative_int("box_head_convs", box_head_convs)
+        v.positive_int("box_head_fcs", box_head_fcs)
+        v.boolean("head_batch_norm", head_batch_norm)
         self.fpn = FeaturePyramid(fpn_channels, batch_norm=fpn_batch_norm, name="fpn")
         self.rpn_head = RPNHead(
             self.anchor_generator.anchors_per_cell, fpn_channels, rpn_convs, name="rpn_head"
@@ -271,6 +278,7 @@ class MaskRCNN(CompiledSteps, keras.Model):
             inputs = _check_inputs(inputs)
         elif hasattr(inputs, "shape"):
             _check_images(tuple(inputs.shape))
+            _check_image_values(inputs)
         return super().__call__(inputs, *args, **kwargs)
 
     def input_transform(self, image_size: int | None = None):
@@ -589,14 +597,17 @@ class MaskRCNN(CompiledSteps, keras.Model):
 def _check_backbone_outputs(backbone: keras.Model) -> None:
     """A functional backbone's outputs must be a dict holding P2-P5 (others are checked by the
     FPN when called)."""
-    try:
-        outputs = backbone.output
-    except (AttributeError, ValueError):  # a subclassed or never-called model
-        return
+    if isinstance(backbone, keras.Sequential):  # one tensor out of each layer, never a dict
+        outputs = None
+    else:
+        try:
+            outputs = backbone.output
+        except (AttributeError, ValueError):  # a subclassed or never-called model
+            return
     levels = outputs if isinstance(outputs, dict) else {}
     missing = [level for level in ROI_LEVELS if level not in levels]
     if missing:
-        received = sorted(outputs) if isinstance(outputs, dict) else type(outputs).__name__
+        received = sorted(outputs) if isinstance(outputs, dict) else "one tensor"
         raise ValueError(
             "`backbone` must output a dict of feature maps {'P2': stride 4, 'P3': 8, 'P4': 16, "
             f"'P5': 32}} (e.g. lambda_keras.zoo.LambdaResNetBackbone); {backbone.name!r} outputs "
@@ -650,18 +661,29 @@ def _check_transform(transform, backbone: keras.Model) -> InputTransform:
     return transform
 
 
-def _check_categories(categories, num_classes: int):
+def check_categories(
+    categories, num_classes: int, name: str = "categories"
+) -> list[dict] | None:
+    """``categories``, one ``{"id": int >= 0, "name": str}`` per class (None: none), as a list
+    of dicts with Python int ids; else an error that names ``name`` and the entry. A bool is not
+    an id (Python counts True as 1: it was written to ``labels.json`` as category 1)."""
     if categories is None:
         return None
-    categories = [dict(c) for c in categories]
-    if len(categories) != num_classes or not all(
-        isinstance(c.get("id"), int) and isinstance(c.get("name"), str) for c in categories
-    ):
-        raise ValueError(
-            f"`categories` must hold one {{'id': int, 'name': str}} per class ({num_classes}); "
-            f"received {len(categories)} entries, first {categories[:1]}."
-        )
-    return categories
+    allowed = f"a list of one {{'id': int >= 0, 'name': str}} per class ({num_classes})"
+    if isinstance(categories, (str, bytes, Mapping)) or not isinstance(categories, Iterable):
+        raise TypeError(f"`{name}` must be {allowed}; received {categories!r}.")
+    categories = list(categories)
+    if len(categories) != num_classes:
+        raise ValueError(f"`{name}` must be {allowed}; received {len(categories)} entries.")
+    for index, category in enumerate(categories):
+        if not (
+            isinstance(category, Mapping)
+            and v.is_int(category.get("id"))
+            and category["id"] >= 0
+            and isinstance(category.get("name"), str)
+        ):
+            raise ValueError(f"`{name}` must be {allowed}; received {name}[{index}]={category!r}.")
+    return [{**category, "id": int(category["id"])} for category in categories]
 
 
 def _split(inputs):
@@ -680,6 +702,7 @@ def _check_inputs(inputs: dict) -> dict:
         )
     images = inputs["images"]
     _check_images(tuple(images.shape))
+    _check_image_values(images)
     sizes = K.convert_to_tensor(inputs["image_sizes"])
     dtype = keras.backend.standardize_dtype(sizes.dtype)
     if len(sizes.shape) != 2 or sizes.shape[-1] != 2 or "int" not in dtype:
@@ -710,12 +733,32 @@ def _check_size_values(image_sizes) -> None:
         )
 
 
+def _check_image_values(images) -> None:
+    """Images given as host data (a NumPy array) hold finite values: one NaN pixel spreads
+    through the backbone and the detections of its image come out empty, with no error."""
+    if isinstance(images, np.ndarray) and images.dtype.kind in "fc" and images.size:
+        bad = ~np.isfinite(images)
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                "`images` must hold finite values; received images of shape "
+                f"{images.shape} with {int(bad.sum())} NaN or infinite values, the first at "
+                f"{where}."
+            )
+
+
 def _check_images(shape: tuple) -> None:
-    """Images are ``[batch, height, width, 3]``, height and width positive multiples of
-    [`SIZE_MULTIPLE`][lambda_keras.detection.mask_rcnn.SIZE_MULTIPLE] (64) where known."""
+    """Images are ``[batch, height, width, 3]``, at least one of them, height and width positive
+    multiples of [`SIZE_MULTIPLE`][lambda_keras.detection.mask_rcnn.SIZE_MULTIPLE] (64) where
+    known."""
     if len(shape) != 4 or shape[-1] not in (None, 3):
         raise ValueError(
             f"MaskRCNN takes RGB images [batch, height, width, 3]; received images of shape "
+            f"{shape}."
+        )
+    if shape[0] == 0:
+        raise ValueError(
+            "MaskRCNN needs at least one image in the batch; received images of shape "
             f"{shape}."
         )
     if any(side is not None and (side < 1 or side % SIZE_MULTIPLE) for side in shape[1:3]):

@@ -22,19 +22,22 @@ class WarmupStepDecay(keras.optimizers.schedules.LearningRateSchedule):
         boundaries: tuple[float, ...] = (0.9, 0.95, 0.975),
     ):
         self.peak = v.positive_number("peak", peak)
-        if isinstance(warmup_steps, bool) or not isinstance(warmup_steps, int) or warmup_steps < 0:
-            raise ValueError(
-                f"`warmup_steps` must be an integer >= 0; received warmup_steps={warmup_steps!r}."
-            )
-        self.warmup_steps = warmup_steps
+        self.warmup_steps = v.non_negative_int("warmup_steps", warmup_steps)
         self.total_steps = v.positive_int("total_steps", total_steps)
+        if self.warmup_steps > self.total_steps:
+            raise ValueError(
+                "`warmup_steps` must be at most `total_steps` (the warm-up is part of the run); "
+                f"received warmup_steps={warmup_steps!r}, total_steps={total_steps!r}."
+            )
+        allowed = "increasing fractions of `total_steps` in (0, 1], e.g. (0.9, 0.95)"
+        fractions = v.sequence("boundaries", boundaries, allowed)
         self.boundaries = tuple(
-            v.number_in("boundaries", b, 0.0, 1.0, low_open=True) for b in boundaries
+            v.number_in("boundaries", b, 0.0, 1.0, low_open=True) for b in fractions
         )
         if list(self.boundaries) != sorted(self.boundaries):
             raise ValueError(
                 "`boundaries` must be increasing fractions of `total_steps`; received "
-                f"boundaries={tuple(boundaries)!r}."
+                f"boundaries={fractions!r}."
             )
 
     def __call__(self, step):

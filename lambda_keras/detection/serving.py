@@ -40,6 +40,7 @@ from lambda_keras.backend.tensorflow_child import run_on_tensorflow  # noqa: E40
 from lambda_keras.detection import transform_graph  # noqa: E402
 from lambda_keras.detection.detect import outputs  # noqa: E402
 from lambda_keras.detection.image_size import check_image_size  # noqa: E402
+from lambda_keras.detection.mask_rcnn import check_categories  # noqa: E402
 from lambda_keras.labels_file import write_labels  # noqa: E402
 
 __all__ = [
@@ -62,8 +63,10 @@ def export_detector(model: keras.Model, path: str, image_size: int | None = None
 
     Raises:
         TypeError: ``model`` is not a `MaskRCNN` or ``path`` is not a path.
-        ValueError: ``image_size`` is not a positive multiple of 64, or ``model`` was never
-            built (called, fitted or ``model.build((None, None, None, 3))``).
+        ValueError: ``image_size`` is not a positive multiple of 64, ``model`` was never
+            built (called, fitted or ``model.build((None, None, None, 3))``), or
+            ``model.categories`` (set after the model was made) is not one
+            ``{"id": int >= 0, "name": str}`` per class.
     """
     _check_export(model, path, image_size)
     if keras.backend.backend() != "tensorflow":
@@ -188,6 +191,7 @@ def _check_export(model, path, image_size, path_kind: str = "directory") -> None
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"`path` must be a {path_kind} path; received {path!r}.")
     model.input_transform(image_size)  # a bad image_size raises here
+    check_categories(model.categories, model.num_classes, "model.categories")
     if not model.built:
         raise ValueError(
             "`model` must be built before it is exported (its weights are what is exported): "

@@ -44,6 +44,12 @@ from lambda_keras.detection.ops._checks import Tensor
 __all__ = ["InputTransform", "LetterboxTransform", "TorchvisionTransform"]
 
 
+def _photo_sides(height, width) -> tuple[int, int]:
+    """``(height, width)`` as ints, or raise ``ValueError`` naming the side that is not a
+    positive integer (``resized_size``'s photo)."""
+    return v.positive_int("height", height), v.positive_int("width", width)
+
+
 class InputTransform(ModelPart):
     """What every input transform gives: its serving form at a size
     ([`at_size`][lambda_keras.detection.transform.InputTransform.at_size]), the resized size of a
@@ -127,7 +133,12 @@ class LetterboxTransform(InputTransform):
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """The letterbox rule on a ``height x width`` photo: the longer side to
         ``image_size``, each side rounded (half to even, in float32 as the graph computes it)
-        and at least 1."""
+        and at least 1.
+
+        Raises:
+            ValueError: If ``height`` or ``width`` is not a positive integer.
+        """
+        height, width = _photo_sides(height, width)
         shape = np.array([height, width], np.float32)
         scale = np.float32(self._side()) / shape.max()
         h, w = np.maximum(np.round(shape * scale), 1).astype(int).tolist()
@@ -202,9 +213,16 @@ class TorchvisionTransform(InputTransform):
 
     def resized_size(self, height: int, width: int) -> tuple[int, int]:
         """torchvision's rule: scale ``min(min_size / shorter, max_size / longer)`` in float64,
-        each side ``floor(side * scale)``."""
+        each side ``floor(side * scale)`` and at least 1 (a side that floors to 0, on a photo
+        more than ``max_size`` times longer than it is short, is one pixel here; torchvision
+        refuses to resize to 0).
+
+        Raises:
+            ValueError: If ``height`` or ``width`` is not a positive integer.
+        """
+        height, width = _photo_sides(height, width)
         scale = min(self.min_size / min(height, width), self.max_size / max(height, width))
-        return math.floor(height * scale), math.floor(width * scale)
+        return max(math.floor(height * scale), 1), max(math.floor(width * scale), 1)
 
     def graph_resize(self, image, float64: bool = True):
         """``(resized float32 [h, w, 3], (h, w) int32)``: ``resized_size``'s rule on one photo

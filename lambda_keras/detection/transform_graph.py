@@ -36,7 +36,9 @@ def torchvision_resize(
 ):
     """Resize one ``[height, width, 3]`` image as torchvision's ``GeneralizedRCNNTransform``
     does: scale ``min(min_size / shorter, max_size / longer)`` (float64), each side
-    ``floor(side * scale)``, bilinear without antialiasing (``align_corners=False``).
+    ``floor(side * scale)`` and at least 1 (as
+    [`TorchvisionTransform.resized_size`][lambda_keras.detection.transform.TorchvisionTransform.resized_size]),
+    bilinear without antialiasing (``align_corners=False``).
 
     ``float64=False`` computes the sizes in integers instead, ``floor(side * min_size /
     shorter)`` exactly (LiteRT has no float64 kernels). torchvision's float64 product is
@@ -55,6 +57,7 @@ def torchvision_resize(
         short, long = tf.reduce_min(shape), tf.reduce_max(shape)
         by_short = min_size * long <= max_size * short  # min_size / short is the smaller scale
         size = tf.where(by_short, shape * min_size // short, shape * max_size // long)
+    size = tf.maximum(size, 1)  # a photo over max_size times longer than it is short
     resized = tf.image.resize(tf.cast(image, tf.float32), size, method="bilinear")
     return resized, size
 

@@ -82,13 +82,26 @@ def test_a_generator_that_does_not_fit_the_model_is_refused(kwargs, error, messa
     [
         ({"sizes": {}}, TypeError, "`sizes` must be a dict"),
         ({"sizes": {2: -1.0}}, ValueError, "`sizes` must be a positive number"),
+        ({"sizes": {2: "32"}}, ValueError, "`sizes` must be a positive number; received sizes='3"),
+        ({"sizes": {2.7: 32.0}}, ValueError, r"levels \(positive integers.*level 2.7 in sizes="),
+        ({"sizes": {"P2": 32.0}}, ValueError, "`sizes` must map pyramid levels.*level 'P2'"),
+        ({"sizes": {True: 32.0}}, ValueError, "`sizes` must map pyramid levels.*level True"),
+        ({"sizes": {0: 32.0}}, ValueError, r"`sizes` must map.*level 0 in sizes=\{0: 32.0\}"),
         ({"aspect_ratios": ()}, TypeError, "`aspect_ratios` must be numbers"),
+        ({"aspect_ratios": 5}, TypeError, "`aspect_ratios` must be numbers.*aspect_ratios=5"),
+        ({"aspect_ratios": None}, TypeError, "`aspect_ratios` must be numbers.*=None"),
         ({"aspect_ratios": (0.0,)}, ValueError, "`aspect_ratios` must be a positive number"),
     ],
 )
 def test_generator_arguments(kwargs, error, message):
     with pytest.raises(error, match=message):
         CentredAnchors(**kwargs)
+
+
+def test_levels_of_any_integer_type_are_kept_in_order():
+    generator = CentredAnchors(sizes={np.int64(3): 64, 2: np.float32(32.0)}, aspect_ratios=[1])
+    assert generator.get_config() == {"sizes": {2: 32.0, 3: 64.0}, "aspect_ratios": (1.0,)}
+    assert generator.levels == ("P2", "P3")
 
 
 def test_the_base_class_says_where_its_anchors_lie_only_in_a_subclass():

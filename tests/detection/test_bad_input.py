@@ -2,6 +2,8 @@
 or shape received, raised before a graph is built (never a TensorFlow error from a slice or a
 matmul, never Keras' dump of the call's inputs)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -121,8 +123,65 @@ def _classifier_backbone():
 
 
 def test_backbone_without_a_pyramid_is_refused_when_built():
-    with pytest.raises(ValueError, match=r"'plain' outputs KerasTensor, missing \['P2'"):
+    with pytest.raises(ValueError, match=r"'plain' outputs one tensor, missing \['P2'"):
         MaskRCNN(_classifier_backbone(), num_classes=3)
+
+
+def test_a_sequential_backbone_is_refused():
+    """A Sequential model outputs one tensor, never the pyramid's dict (it was taken: its
+    ``output`` is unknown before it is called)."""
+    backbone = keras.Sequential([keras.Input((8,)), keras.layers.Dense(2)], name="plain")
+    with pytest.raises(ValueError, match=r"'plain' outputs one tensor, missing \['P2'"):
+        MaskRCNN(backbone, num_classes=3)
+
+
+@pytest.mark.parametrize(
+    "name, value, error, allowed",
+    [
+        ("rpn_convs", 0, ValueError, "a positive integer"),
+        ("box_head_convs", -1, ValueError, "an integer >= 0"),
+        ("box_head_fcs", 0, ValueError, "a positive integer"),
+        ("fpn_batch_norm", "no", TypeError, "True or False"),
+        ("head_batch_norm", 1, TypeError, "True or False"),
+    ],
+)
+def test_mask_rcnn_names_the_options_of_its_parts(name, value, error, allowed):
+    """The heads' and the FPN's options are refused under MaskRCNN's names (the parts' own
+    checks named num_convs, num_fcs or batch_norm)."""
+    message = f"`{name}` must be {allowed}; received {name}={value!r}"
+    with pytest.raises(error, match=re.escape(message)):
+        MaskRCNN(tiny_backbone(), num_classes=1, **{name: value})
+
+
+CATEGORY_FORM = (
+    r"`categories` must be a list of one \{'id': int >= 0, 'name': str\} per class \(1\)"
+)
+
+
+@pytest.mark.parametrize(
+    "categories, error, received",
+    [
+        ("abc", TypeError, "received 'abc'"),
+        (5, TypeError, "received 5."),
+        ([], ValueError, "received 0 entries"),
+        ([None], ValueError, "received categories[0]=None"),
+        ([{"id": True, "name": "a"}], ValueError, "received categories[0]={'id': True"),
+        ([{"id": 1.5, "name": "a"}], ValueError, "received categories[0]={'id': 1.5"),
+        ([{"id": -1, "name": "a"}], ValueError, "received categories[0]={'id': -1"),
+        ([{"id": 1, "name": 2}], ValueError, "received categories[0]={'id': 1, 'name': 2}"),
+    ],
+)
+def test_categories_are_checked_entry_by_entry(categories, error, received):
+    """A bool id was taken as an int, a string or a number failed inside ``dict()``."""
+    with pytest.raises(error, match=CATEGORY_FORM + ".*" + re.escape(received)):
+        MaskRCNN(tiny_backbone(), num_classes=1, categories=categories)
+
+
+def test_categories_take_numpy_ids_as_ints():
+    categories = [{"id": np.int64(3), "name": "a"}, {"id": 7, "name": "b"}]
+    model = MaskRCNN(tiny_backbone(), num_classes=2, categories=categories)
+    assert model.categories == [{"id": 3, "name": "a"}, {"id": 7, "name": "b"}]
+    assert all(type(c["id"]) is int for c in model.categories)
 
 
 @pytest.mark.parametrize(
@@ -133,6 +192,7 @@ def test_backbone_without_a_pyramid_is_refused_when_built():
         ((1, 64, 64, 4), r"RGB images .*\(1, 64, 64, 4\)"),
         ((1, 96, 64, 3), r"multiples of 64 .*\(1, 96, 64, 3\)"),
         ((1, 0, 64, 3), r"positive multiples of 64 .*\(1, 0, 64, 3\)"),
+        ((0, 64, 64, 3), r"at least one image in the batch; received images of shape \(0, 64"),
     ],
 )
 def test_images_are_checked_before_keras_traces_the_call(shape, message):
@@ -240,3 +300,20 @@ def test_image_sizes_are_one_positive_row_per_image(sizes, message):
     model = MaskRCNN(tiny_backbone(), num_classes=3, fpn_channels=8, box_head_units=8)
     with pytest.raises(ValueError, match=message):
         model({"images": z(2, 64, 64, 3), "image_sizes": sizes})
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("as_dict", [False, True])
+def test_images_with_a_non_finite_value_are_refused(value, as_dict):
+    """One NaN pixel in a NumPy batch spread through the backbone and emptied its image's
+    detections, with no error; now it is refused, naming where."""
+    model = MaskRCNN(tiny_backbone(), num_classes=3, fpn_channels=8, box_head_units=8)
+    images = z(2, 64, 64, 3)
+    images[1, 10, 20, 2] = value
+    inputs = {"images": images, "image_sizes": [[64, 64], [64, 64]]} if as_dict else images
+    message = (
+        "`images` must hold finite values; received images of shape (2, 64, 64, 3) with 1 NaN "
+        "or infinite values, the first at (1, 10, 20, 2)."
+    )
+    with pytest.raises(ValueError, match=re.escape(message)):
+        model(inputs)

@@ -1,5 +1,6 @@
 import keras
 import numpy as np
+import pytest
 
 from lambda_keras.detection import WarmupStepDecay
 
@@ -12,3 +13,33 @@ def test_warmup_then_three_decays_and_serialization():
     np.testing.assert_allclose(rates, expected, rtol=1e-5)
     restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(schedule))
     assert restored.get_config() == schedule.get_config()
+
+
+FRACTIONS = r"`boundaries` must be increasing fractions of `total_steps` in \(0, 1\]"
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        (
+            {"warmup_steps": 500},
+            ValueError,
+            "`warmup_steps` must be at most `total_steps`.*warmup_steps=500, total_steps=100",
+        ),
+        ({"boundaries": 0.9}, TypeError, FRACTIONS + ".*received boundaries=0.9 \\(float\\)"),
+        ({"boundaries": "0.9"}, TypeError, FRACTIONS + ".*received boundaries='0.9' \\(str\\)"),
+        ({"boundaries": None}, TypeError, FRACTIONS + ".*received boundaries=None"),
+    ],
+)
+def test_a_warmup_longer_than_the_run_or_a_single_boundary_is_refused(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        WarmupStepDecay(**{"peak": 0.1, "warmup_steps": 10, "total_steps": 100, **kwargs})
+
+
+@pytest.mark.parametrize("warmup_steps", [0, 100])
+def test_no_warmup_or_a_warmup_as_long_as_the_run(warmup_steps):
+    schedule = WarmupStepDecay(0.1, warmup_steps, 100, boundaries=[0.5])
+    rates = [float(schedule(s)) for s in (0, 49, 50, 99)]
+    warm = [1.0, 1.0, 1.0, 1.0] if warmup_steps == 0 else [0.01, 0.5, 0.51, 1.0]
+    np.testing.assert_allclose(rates, np.multiply([0.1, 0.1, 0.01, 0.01], warm), rtol=1e-5)
+    assert schedule.boundaries == (0.5,)

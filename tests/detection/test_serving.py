@@ -17,7 +17,7 @@ from lambda_keras.detection import (
 )
 from lambda_keras.detection.serving import export_detector, export_detector_onnx
 from tests.backend import numpy
-from tests.detection.tiny import tiny_valid_backbone
+from tests.detection.tiny import tiny_backbone, tiny_valid_backbone
 
 TRANSFORM = TorchvisionTransform(min_size=64, max_size=128)  # canvases 64 x 128 and 128 x 64
 
@@ -124,3 +124,26 @@ def test_the_onnx_model_with_the_transform_gives_detect(exported, tmp_path):
     np.testing.assert_allclose(np.asarray(boxes)[:count], expected["boxes"][:count], atol=1e-3)
     np.testing.assert_allclose(out["scores"][0][:count], expected["scores"][:count], atol=1e-5)
     assert np.mean(np.asarray(masks)[:count] != expected["masks"][:count].astype(bool)) < 1e-3
+
+
+@pytest.mark.parametrize(
+    "category, error, message",
+    [
+        ({"id": True, "name": "a"}, ValueError, r"\[0\]=\{'id': True, 'name': 'a'\}"),
+        ({"id": 1.0, "name": "a"}, ValueError, r"\[0\]=\{'id': 1.0, 'name': 'a'\}"),
+        ({"id": -1, "name": "a"}, ValueError, r"\[0\]=\{'id': -1, 'name': 'a'\}"),
+        ({"name": "a"}, ValueError, r"\[0\]=\{'name': 'a'\}"),
+        ({"id": 1, "name": 7}, ValueError, r"\[0\]=\{'id': 1, 'name': 7\}"),
+        ("a", ValueError, r"\[0\]='a'"),
+    ],
+)
+def test_categories_that_labels_json_would_misstate_are_refused(tmp_path, category, error, message):
+    """A bool is an int to Python: ``True`` was written to labels.json as category 1. Set after
+    the model is made (as a loaded or edited model may hold them); refused before anything is
+    written, the model never built."""
+    model = MaskRCNN(tiny_backbone(), num_classes=1, categories=[{"id": 1, "name": "a"}])
+    model.categories = [category]
+    form = r"^`model.categories` must be a list of one \{'id': int >= 0, 'name': str\} per class"
+    with pytest.raises(error, match=form + r" \(1\); received model.categories" + message):
+        export_detector(model, str(tmp_path / "sm"), 128)
+    assert not (tmp_path / "sm").exists()

@@ -1,6 +1,8 @@
 """The input transforms: the letterbox rule (training, evaluation and serving share it) and
 torchvision's transform as a model setting."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -87,16 +89,20 @@ def test_the_letterbox_is_the_default_transform_and_is_saved_with_the_model(tmp_
         LetterboxTransform().resized_size(480, 640)
 
 
-@pytest.mark.parametrize("shape", [(480, 640), (640, 480), (97, 97), (1, 1000)])
+@pytest.mark.parametrize("shape", [(480, 640), (640, 480), (97, 97), (1, 1000), (1, 2000)])
 @pytest.mark.parametrize(
     "transform", [LetterboxTransform(128), TorchvisionTransform()], ids=["letterbox", "tv"]
 )
 def test_each_transform_resizes_in_a_graph_as_its_own_rule_says(transform, shape):
     """The transform owns both rules: ``resized_size`` (NumPy, Python) and ``graph_resize``
     (TensorFlow, sizes known at run time) give the same size on landscape, upright and square
-    photos; ``transform_graph.resize`` asks the transform."""
+    photos, and on one so thin that a side floors to 0 (1 pixel in both);
+    ``transform_graph.resize`` asks the transform."""
     resized, size = resize(transform, np.zeros((*shape, 3), "uint8"))
     assert tuple(size.numpy()) == transform.resized_size(*shape) == resized.shape[:2]
+    if shape != (97, 97):  # LiteRT's integer sizes: torchvision's float64 rounding aside
+        resized, size = resize(transform, np.zeros((*shape, 3), "uint8"), float64=False)
+        assert tuple(size.numpy()) == transform.resized_size(*shape) == resized.shape[:2]
 
 
 def test_resize_refuses_what_is_not_a_transform():
@@ -126,3 +132,52 @@ def test_the_canvas_is_the_smallest_of_a_few_or_the_smallest_that_holds_the_imag
     assert canvases == [(832, 1344), (1344, 832)]
     letterbox = LetterboxTransform(128)  # the image fills its square: always the square
     assert letterbox.canvas((96, 128), smallest=True) == letterbox.canvas((96, 128)) == (128, 128)
+
+
+@pytest.mark.parametrize(
+    "shape, size", [((1, 2000), (1, 1333)), ((3, 6000), (1, 1333)), ((2000, 1), (1333, 1))]
+)
+def test_torchvision_s_rule_keeps_a_side_of_at_least_one_pixel(shape, size):
+    """A photo more than 1333 times longer than it is short: torchvision's floor gives a side
+    of 0 (its ``GeneralizedRCNNTransform`` refuses to resize to it); here 1 pixel."""
+    assert TorchvisionTransform().resized_size(*shape) == size
+
+
+@pytest.mark.parametrize(
+    "transform, shape, size",
+    [
+        (TorchvisionTransform(), (2, 2000), (1, 1333)),  # torchvision's own sizes, checked
+        (TorchvisionTransform(), (480, 640), (800, 1066)),
+        (TorchvisionTransform(), (97, 120), (799, 989)),  # its float64 rounding
+        (LetterboxTransform(128), (1, 5000), (1, 128)),  # rounds to 0: 1
+        (LetterboxTransform(128), (5000, 1), (128, 1)),
+    ],
+)
+def test_other_photo_sizes_keep_their_resized_sizes(transform, shape, size):
+    assert transform.resized_size(*shape) == size
+
+
+@pytest.mark.parametrize(
+    "transform", [LetterboxTransform(128), TorchvisionTransform()], ids=["letterbox", "tv"]
+)
+@pytest.mark.parametrize(
+    "shape, name, value",
+    [
+        ((0, 300), "height", "0"),
+        ((300, 0), "width", "0"),
+        ((-5, 300), "height", "-5"),
+        ((480.0, 640), "height", "480.0"),
+        ((480, "640"), "width", "'640'"),
+        ((True, 640), "height", "True"),
+    ],
+)
+def test_resized_size_refuses_a_side_that_is_not_a_positive_integer(transform, shape, name, value):
+    message = f"`{name}` must be a positive integer; received {name}={value}."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        transform.resized_size(*shape)
+
+
+def test_resized_size_takes_numpy_integers():
+    sides = np.array([480, 640], np.int64)
+    assert TorchvisionTransform().resized_size(*sides) == (800, 1066)
+    assert LetterboxTransform(128).resized_size(*sides) == (96, 128)

@@ -14,7 +14,7 @@ from lambda_keras.detection.image_size import check_image_size
 from lambda_keras.training import resume
 from lambda_keras.training.detection.recipes import RECIPES, DetectionRecipe
 from lambda_keras.training.distribute import PlacementConfig, check_placement
-from lambda_keras.zoo.resnet_family import DEPTHS
+from lambda_keras.zoo.pyramid_backbone import check_depth
 from lambda_keras.zoo.weights import resolve_weights
 
 __all__ = ["BACKBONES", "RESUMABLE_CHANGES", "DetectionConfig", "DetectionRun", "resolve_run"]
@@ -80,7 +80,7 @@ class DetectionConfig:
     CHECKS = {
         "recipe": lambda name, value: v.one_of(name, value, list(RECIPES)),
         "backbone": lambda name, value: v.one_of(name, value, list(BACKBONES)),
-        "depth": lambda name, value: v.one_of(name, value, list(DEPTHS)),
+        "depth": lambda name, value: check_depth(value, name),
         "width_multiplier": v.positive_number,
         "image_size": v.optional(lambda name, value: check_image_size(value, name)),
         "batch_size": v.optional(v.positive_int),

@@ -13,6 +13,7 @@ from lambda_keras.training.distribute import PlacementConfig
     [
         (dict(image_size=100), "`image_size` must be a multiple of 64"),
         (dict(depth=51), "`depth` must be one of 50"),
+        (dict(depth=50.0), r"`depth` must be one of 50, .* \(an int\); received depth=50.0"),
         (dict(backbone="vit"), "`backbone` must be one of 'lambda_resnet'"),
         (dict(steps=0), "`steps` must be a positive integer"),
         (dict(width_multiplier=0), "`width_multiplier` must be a positive number"),

@@ -3,8 +3,9 @@
 Rules (each applied before anything is traced, with the file and annotation id named):
 
 * Category ids are mapped to contiguous labels ``0..C-1`` in increasing id order
-  (``CocoSource.category_ids`` maps back). An annotation whose ``category_id`` is not in
-  ``categories`` is an error.
+  (``CocoSource.category_ids`` maps back). A category whose ``id`` is not an integer >= 0
+  (``true`` is not one), an ``id`` given twice, or an annotation whose ``category_id`` is not
+  one of the categories' ids is an error.
 * ``iscrowd`` regions are not trained on (a missing ``iscrowd`` means 0); they stay in the JSON
   for ``COCOeval``, which ignores detections on them.
 * Boxes come from ``bbox`` (``[x, y, width, height]``: four finite numbers, width and
@@ -116,6 +117,7 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
     data.setdefault("annotations", [])
     if not data["categories"]:
         raise ValueError(f"{annotations_file} has no categories.")
+    _check_categories(data["categories"], annotations_file)
     if not data["images"]:
         raise ValueError(
             f"{annotations_file} lists no images: there is nothing to train on or score."
@@ -139,11 +141,11 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
             f"JPEG/PNG/GIF/BMP:\n  {shown}"
         )
     for ann in data["annotations"]:
-        if ann.get("category_id") not in known:
+        if not _is_category_id(ann.get("category_id")) or ann["category_id"] not in known:
             raise ValueError(
                 f"{annotations_file}: annotation {ann.get('id')} has category_id "
-                f"{ann.get('category_id')!r}, which is not among the categories "
-                f"{sorted(known)}."
+                f"{ann.get('category_id')!r}, which is not one of the categories' integer "
+                f"ids {sorted(known)}."
             )
         if ann.get("image_id") not in images:
             raise ValueError(
@@ -158,6 +160,34 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
             )
         ann.setdefault("iscrowd", 0)
         ann.setdefault("area", float(max(ann["bbox"][2], 0) * max(ann["bbox"][3], 0)))
+
+
+def _is_category_id(value) -> bool:
+    """Whether ``value`` is a category id: an integer >= 0, not a bool (True == 1 in Python)."""
+    return v.is_int(value) and value >= 0
+
+
+def _check_categories(categories, annotations_file: Path) -> None:
+    """Each category an object with an integer ``id`` (not a bool), no id twice."""
+    if not isinstance(categories, list):
+        raise ValueError(
+            f"{annotations_file}: 'categories' must be a list of {{'id': int, 'name': str}}; "
+            f"received {categories!r}."
+        )
+    seen = set()
+    for category in categories:
+        cid = category.get("id") if isinstance(category, dict) else None
+        if not _is_category_id(cid):
+            raise ValueError(
+                f"{annotations_file}: each category must have an integer 'id' >= 0 (a bool is "
+                f"not one); received the category {category!r} with 'id'={cid!r}."
+            )
+        if category["id"] in seen:
+            raise ValueError(
+                f"{annotations_file}: two categories have 'id' {category['id']}; each "
+                "category's 'id' must be unique."
+            )
+        seen.add(category["id"])
 
 
 def _valid_bbox(bbox) -> bool:

@@ -106,6 +106,29 @@ def test_bad_annotations_name_the_annotation(tmp_path, annotations, match):
         _write(tmp_path, annotations)
 
 
+@pytest.mark.parametrize(
+    "categories, match",
+    [
+        ([{"id": True, "name": "a"}], r"integer 'id' >= 0 .*'name': 'a'\} with 'id'=True"),
+        ([{"id": 5, "name": "a"}, {"id": "9", "name": "b"}], r"'b'\} with 'id'='9'"),
+        ([{"id": 5.0, "name": "a"}], r"with 'id'=5.0"),
+        ([{"name": "a"}], r"\{'name': 'a'\} with 'id'=None"),
+        (["a"], r"received the category 'a' with 'id'=None"),
+        ([{"id": 5, "name": "a"}, {"id": 5, "name": "b"}], r"two categories have 'id' 5"),
+    ],
+)
+def test_bad_categories_name_the_category_and_its_id(tmp_path, categories, match):
+    """JSON's ``true`` is a Python bool, which Python counts as the int 1."""
+    with pytest.raises(ValueError, match=match):
+        _write(tmp_path, [], categories=categories)
+
+
+def test_an_annotation_whose_category_id_is_a_bool_is_refused(tmp_path):
+    categories = [{"id": 1, "name": "a"}]  # True == 1: it was taken for category 1
+    with pytest.raises(ValueError, match="annotation 7 has category_id True, which is not one"):
+        _write(tmp_path, [_box(7, True, [1, 1, 5, 5])], categories=categories)
+
+
 def test_too_many_objects_and_missing_files(tmp_path):
     source = _write(tmp_path, [_box(i, 5, [i, i, 5, 5]) for i in range(1, 5)])
     with pytest.raises(
