@@ -1,17 +1,20 @@
 """A training batch's batch norm on Keras' PyTorch backend, compiled the way the project's steps
-compile it: Keras' formula, which Inductor fuses, against PyTorch's own kernels as the project's
-operators (``lambda_keras/backend/torch_batch_norm.py``), map by map.
+compile it, or eager: Keras' formula (which Inductor fuses when compiled) against PyTorch's own
+kernels as the project's operators (``lambda_keras/backend/torch_batch_norm.py``), map by map.
 
 For each map ``[batch, height, width, channels]`` the project's ``BatchNormalization`` and a SiLU,
-forward and backward (the layer's ``stateless_call`` and ``torch.autograd.grad`` traced with
-``make_fx``, then ``torch.compile`` with the compiled steps' Inductor options, as
-``CompiledStep`` does), once with the map on Keras' formula and once through the operators
-(``torch_batch_norm.MIN_VALUES`` set for each), the median of ``--repeats`` calls. The last
-column says which of the two the layer takes by default (``MIN_VALUES``). The default maps are
-the batch norms' of the port of timm's LambdaResNet-50 at batch 8, 224 px, then at batch 2,
-64 px.
+forward and backward, once with the map on Keras' formula and once through the operators, the
+median of ``--repeats`` calls. ``--mode=compiled``: the layer's ``stateless_call`` and
+``torch.autograd.grad`` traced with ``make_fx``, then ``torch.compile`` with the compiled steps'
+Inductor options, as ``CompiledStep`` does (``torch_batch_norm.MIN_VALUES`` set for each path).
+``--mode=eager``: the layer's training call and ``backward()`` as Keras' eager steps run them.
+The last column says which of the two the layer takes by default (``takes_the_operator``). The
+default maps are the batch norms' of the port of timm's LambdaResNet-50 at batch 8, 224 px,
+then at batch 2, 64 px.
 
     python benchmarks/bench_batch_norm.py --output=benchmarks/results/batch_norm.json
+    python benchmarks/bench_batch_norm.py --mode=eager \
+        --output=benchmarks/results/batch_norm_eager.json
 """
 
 from __future__ import annotations
@@ -84,24 +87,55 @@ def compiled_step(shape: tuple[int, int, int, int], operators: bool):
     return compiled, arguments
 
 
-def time_ms(shape, operators: bool, repeats: int) -> float:
+def eager_step(shape: tuple[int, int, int, int], operators: bool):
+    """The batch norm and SiLU's training call and backward pass on ``shape``, eagerly."""
     import torch
 
+    from lambda_keras.layers import BatchNormalization
+
+    layer = BatchNormalization()
+    layer.build(shape)
+    layer._takes_pytorch_kernels = lambda inputs: operators  # the path, whatever the rule
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=generator).requires_grad_(True)
+    gradient = torch.randn(shape, generator=generator)
+
+    def step():
+        torch.nn.functional.silu(layer(x, training=True)).backward(gradient)
+
+    return step
+
+
+def time_ms(shape, operators: bool, repeats: int, mode: str) -> float:
+    import torch
+
+    if mode == "eager":
+        return 1000 * median_seconds(eager_step(shape, operators), repeats, warmups=3)
     compiled, arguments = compiled_step(shape, operators)
     with torch.no_grad():
         return 1000 * median_seconds(lambda: compiled(*arguments), repeats, warmups=3)
 
 
-def measure(args, table: Table) -> None:
+def taken_by_default(shape, mode: str) -> bool:
+    """The layer's own rule (``takes_the_operator``) for a map of ``shape``: on a fake tensor
+    where the step is traced."""
     import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     from lambda_keras.backend.torch_batch_norm import takes_the_operator
 
+    if mode == "eager":
+        return takes_the_operator(torch.empty(shape), -1)
+    with FakeTensorMode():
+        return takes_the_operator(torch.empty(shape), -1)
+
+
+def measure(args, table: Table) -> None:
     for shape in args.maps:
         values = math.prod(shape)
-        formula = time_ms(shape, False, args.repeats)
-        kernels = time_ms(shape, True, args.repeats)
-        taken = takes_the_operator(torch.empty(shape), -1)  # the layer's own rule
+        formula = time_ms(shape, False, args.repeats, args.mode)
+        kernels = time_ms(shape, True, args.repeats, args.mode)
+        taken = taken_by_default(shape, args.mode)
         default = "PyTorch's kernels" if taken else "Keras' formula"
         name = "x".join(str(side) for side in shape)
         table.add(name, values, formula, kernels, kernels / formula, default)
@@ -112,17 +146,18 @@ def main(argv=None) -> None:
     parser.add_argument("--maps", type=map_shapes, default=map_shapes(MAPS))
     parser.add_argument("--repeats", type=positive_int, default=30)
     parser.add_argument("--threads", type=positive_int, default=2)
+    parser.add_argument("--mode", choices=("compiled", "eager"), default="compiled")
     add_output_argument(parser)
     args = parser.parse_args(argv)  # bad arguments are refused before PyTorch is needed
     import torch
 
     torch.set_num_threads(args.threads)
+    how = "compiled (make_fx, then Inductor)" if args.mode == "compiled" else "eagerly"
     table = Table(
-        "batch_norm",
-        f"A training batch's batch norm and SiLU, forward and backward, compiled (make_fx, "
-        f"then Inductor) on PyTorch {torch.__version__}, {args.threads} threads, float32: "
-        f"Keras' formula against PyTorch's kernels as the project's operators, median of "
-        f"{args.repeats} calls (ms)",
+        "batch_norm" if args.mode == "compiled" else "batch_norm_eager",
+        f"A training batch's batch norm and SiLU, forward and backward, {how} on PyTorch "
+        f"{torch.__version__}, {args.threads} threads, float32: Keras' formula against "
+        f"PyTorch's kernels as the project's operators, median of {args.repeats} calls (ms)",
         ["map", "values", "Keras' formula (ms)", "PyTorch's kernels (ms)", "kernels x formula",
          "taken by default"],
         digits=[0, 0, 2, 2, 2, 0],
@@ -130,7 +165,7 @@ def main(argv=None) -> None:
     )  # fmt: skip
     table.print_header()
     measure(args, table)
-    write(args.output, "bench_batch_norm", [table], threads=args.threads)
+    write(args.output, "bench_batch_norm", [table], threads=args.threads, mode=args.mode)
 
 
 if __name__ == "__main__":

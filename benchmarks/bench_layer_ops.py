@@ -7,9 +7,12 @@ call (forward) and a training call with its backward pass, at the paper's c4 sha
 14 x 14 x 256 map, |k| = 16, |h| = 4, scope 23; batch 2: the counts do not depend on it), and
 the layer's own Python-level PyTorch calls in the forward pass (``torch.overrides``' function
 mode: every ``torch`` function and tensor method, attribute reads such as ``.shape`` not
-counted). On a CPU the counts are what a GPU would launch less the kernels a CPU operator hides
-(one operator can be several kernels there). Keras' own calls are counted with the layer's: a
-call is what a user's step issues.
+counted). The operators that compute are counted apart: a view (``reshape``, ``permute``, a
+slice), a ``to`` or ``contiguous`` that returns its input and a ``detach`` launch no kernel on a
+GPU, so the math's cost is the computing ones; the others are Python's cost. On a CPU the
+counts are what a GPU would launch less the kernels a CPU operator hides (one operator can be
+several kernels there). Keras' own calls are counted with the layer's: a call is what a user's
+step issues.
 
     python benchmarks/bench_layer_ops.py --output=benchmarks/results/layer_ops.json
 """
@@ -29,20 +32,47 @@ from results import Table, add_output_argument, write  # noqa: E402
 IMPLEMENTATIONS = ("einsum", "conv", "depthwise")
 
 
-def count_ops(call, backward: bool) -> int:
-    """ATen operators dispatched from Python (or by the autograd engine) in one ``call``."""
+# Operators that only describe a tensor anew (a view, its metadata) or return their input as
+# it is: no kernel on any device, unless an operator inside them computes (a ``to`` that
+# copies, a ``reshape`` or ``contiguous`` that clones).
+METADATA_OPS = frozenset(
+    "aten::" + name
+    for name in (
+        "alias", "as_strided", "contiguous", "detach", "detach_", "expand", "expand_as",
+        "flatten", "lift_fresh", "narrow", "numel", "permute", "ravel", "reshape",
+        "_reshape_alias", "result_type", "select", "size", "slice", "split",
+        "split_with_sizes", "squeeze", "squeeze_", "stride", "t", "to", "transpose",
+        "unflatten", "unsqueeze", "unsqueeze_", "_unsafe_view", "view", "view_as",
+    )
+)  # fmt: skip
+
+
+def computes(event) -> bool:
+    """Whether a profiled ATen operator does work on the data: it is not a metadata operator,
+    or an ATen operator it calls is not (the profiler's other ranges inside, such as
+    ``detach``'s autograd record, are not operators)."""
+    return event.name not in METADATA_OPS or any(
+        computes(c) for c in event.cpu_children if c.name.startswith("aten::")
+    )
+
+
+def count_ops(call, backward: bool) -> tuple[int, int]:
+    """ATen operators dispatched from Python (or by the autograd engine) in one ``call``: all of
+    them, and those that compute (see ``computes``)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU]) as prof:
         out = call()
         if backward:
             out.float().sum().backward()
-    return sum(
-        1
+    dispatched = [
+        e
         for e in prof.events()
         if e.name.startswith("aten::")
         and (e.cpu_parent is None or not e.cpu_parent.name.startswith("aten::"))
-    ) - (2 if backward else 0)  # the sum and the cast that start the backward pass
+    ]
+    start = 2 if backward else 0  # the sum and the cast that start the backward pass
+    return len(dispatched) - start, sum(map(computes, dispatched)) - start
 
 
 def count_calls(call) -> int:
@@ -100,7 +130,9 @@ def measure(args, table: Table) -> None:
         table.note("timm is not installed: its row left out")
     for name, call in systems:
         call().float().sum().backward()  # a warm-up: built, and nothing first-time counted
-        table.add(name, count_ops(call, False), count_ops(call, True), count_calls(call))
+        forward, forward_computing = count_ops(call, False)
+        both, both_computing = count_ops(call, True)
+        table.add(name, forward, both, forward_computing, both_computing, count_calls(call))
 
 
 def main(argv=None) -> None:
@@ -114,10 +146,15 @@ def main(argv=None) -> None:
     table = Table(
         "ops",
         f"One lambda layer call on PyTorch, training mode: ATen operators dispatched (forward; "
-        f"forward and backward) and PyTorch calls from Python (forward), batch {args.batch}, "
-        f"{args.size}x{args.size}x{args.channels}, |k|=16, |h|=4, scope {args.scope}",
-        ["layer", "forward ops", "forward+backward ops", "forward PyTorch calls"],
-        digits=[0, 0, 0, 0],
+        f"forward and backward), those of them that compute (not a view, nor a conversion "
+        f"that returns its input: what launches kernels), and PyTorch calls from Python "
+        f"(forward), batch {args.batch}, {args.size}x{args.size}x{args.channels}, |k|=16, "
+        f"|h|=4, scope {args.scope}",
+        [
+            "layer", "forward ops", "forward+backward ops", "forward ops that compute",
+            "forward+backward ops that compute", "forward PyTorch calls",
+        ],
+        digits=[0, 0, 0, 0, 0, 0],
         plot="none",
     )
     table.print_header()

@@ -513,6 +513,7 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "torch_steps_h200/kernels": kernel_share,
     "layer_ops/ops": layer_ops,
     "batch_norm/batch_norm": batch_norm_kernels,
+    "batch_norm_eager/batch_norm_eager": batch_norm_kernels,
     "detection_h100/inference": against("torchvision", "time per photo"),
     "detection_h100_eager/inference": against("torchvision", "time per photo"),
 }

@@ -23,10 +23,11 @@ The project's [`BatchNormalization`][lambda_keras.layers.BatchNormalization] lay
 [`batch_norm_training`][lambda_keras.backend.torch_batch_norm.batch_norm_training] for a
 training batch (cast to float32 at least, as Keras' layer does) where
 [`takes_the_operator`][lambda_keras.backend.torch_batch_norm.takes_the_operator] says so: a 4-D
-map on a CPU, large enough to gain
-([`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES]), normalized over its last
-axis, no ``torch.func`` transform around it, and the project's channels-last functions
-installed (``LAMBDA_KERAS_TORCH_CHANNELS_LAST``,
+map on a CPU normalized over its last axis, every such map when it runs eagerly (Keras' formula
+is a dozen operators and as many passes over the map there), in a traced step only one large
+enough to gain ([`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES]), no
+``torch.func`` transform around it, and the project's channels-last functions installed
+(``LAMBDA_KERAS_TORCH_CHANNELS_LAST``,
 [`torch_channels_last`][lambda_keras.backend.torch_channels_last]). On a GPU the layer keeps
 Keras' formula, which Inductor fuses there (the compiled steps' GPU runs on the benchmarks page
 were measured with it; the operators were not). Keras' own ``keras.layers.BatchNormalization``
@@ -38,30 +39,32 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["MIN_VALUES", "batch_norm_training", "takes_the_operator"]
+__all__ = ["MIN_VALUES", "batch_norm_training", "moved", "takes_the_operator"]
 
 MIN_VALUES = 1 << 19
-"""The fewest values (``batch * height * width * channels``) of a map that takes the operators.
-Each call costs a little beyond its kernels, where Inductor fuses Keras' formula with the
-layers around it: on 2 AMD EPYC cores, a batch norm and SiLU forward and backward, compiled,
-took longer through the operators on most maps of a 64 px batch of 2 (at most ``[2, 32, 32,
-64]``), and on ``[8, 7, 7, 512]``, and less on every map from this many values on
-(``benchmarks/bench_batch_norm.py``, the benchmarks page). Smaller maps keep Keras'
-formula."""
+"""The fewest values (``batch * height * width * channels``) of a map that takes the operators
+in a traced step (a compiled one). Each call costs a little beyond its kernels, where Inductor
+fuses Keras' formula with the layers around it: on 2 AMD EPYC cores, a batch norm and SiLU
+forward and backward, compiled, took longer through the operators on most maps of a 64 px
+batch of 2 (at most ``[2, 32, 32, 64]``), and on ``[8, 7, 7, 512]``, and less on every map
+from this many values on (``benchmarks/bench_batch_norm.py``, the benchmarks page). Smaller
+maps keep Keras' formula there. A map that runs eagerly takes the operators whatever its
+size."""
 
 
 def takes_the_operator(inputs: torch.Tensor, axis: int) -> bool:
     """Whether [`batch_norm_training`][lambda_keras.backend.torch_batch_norm.batch_norm_training]
-    serves a training batch ``inputs`` normalized over ``axis``: a 4-D floating map of at least
-    [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values over its last axis,
-    on a CPU, outside ``torch.func`` transforms, with the project's channels-last functions
-    installed."""
+    serves a training batch ``inputs`` normalized over ``axis``: a 4-D floating map over its
+    last axis, on a CPU, that runs eagerly or, traced, holds at least
+    [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values; outside
+    ``torch.func`` transforms, with the project's channels-last functions installed."""
     from lambda_keras.backend import torch_channels_last
+    from lambda_keras.backend.stateless_steps import has_values
 
     return (
         isinstance(inputs, torch.Tensor)
         and inputs.ndim == 4
-        and inputs.numel() >= MIN_VALUES
+        and (inputs.numel() >= MIN_VALUES or has_values(inputs))
         and axis in (-1, 3)
         and inputs.is_floating_point()
         and inputs.device.type == "cpu"
@@ -95,6 +98,12 @@ def batch_norm_training(
     )
     variance = torch.clamp_min(inverse.detach().pow(-2) - epsilon, 0.0)
     return outputs, mean.detach(), variance
+
+
+def moved(moving: torch.Tensor, batch: torch.Tensor, momentum: float) -> torch.Tensor:
+    """A moving statistic after a batch, ``moving * momentum + batch * (1 - momentum)`` (Keras'
+    rule), as one operator (``torch.lerp``) where the formula is three."""
+    return torch.lerp(moving, batch, 1.0 - momentum)
 
 
 def _first(x: torch.Tensor) -> torch.Tensor:

@@ -34,12 +34,14 @@ class BatchNormalization(keras.layers.BatchNormalization):
     to a negative variance, and a NaN output, when a channel's values are large next to their
     spread (seen in a LambdaResNet-50-C4's first training step: 2 images of a 1x1 c5 map).
 
-    On PyTorch, a training batch ``[batch, height, width, channels]`` on a CPU, of at least
-    [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values, is normalized by
+    On PyTorch, a training batch ``[batch, height, width, channels]`` on a CPU is normalized by
     PyTorch's own batch norm kernels, one operator for the batch and one for its gradient
     ([`torch_batch_norm`][lambda_keras.backend.torch_batch_norm]), where Keras' layer issues its
     formula op by op: the same values, statistics and gradients to float rounding, in fewer
-    passes over the map.
+    passes over the map. Eagerly every such batch takes them; in a traced (compiled) step one
+    of at least [`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES] values, as
+    Inductor fuses the formula of a smaller one with the layers around it. Each moving
+    statistic then moves in one operator (``torch.lerp``).
 
     Everything else, arguments and weights included, is Keras' layer: the zoo and the lambda
     layers use this one.
@@ -84,15 +86,14 @@ class BatchNormalization(keras.layers.BatchNormalization):
     def _pytorch_training_call(self, inputs):
         """Keras' training ``call`` (the batch's statistics normalize it and move the moving
         ones by ``momentum``), the normalization and its statistics as PyTorch's kernels."""
-        from lambda_keras.backend.torch_batch_norm import batch_norm_training
+        from lambda_keras.backend.torch_batch_norm import batch_norm_training, moved
 
         inputs = ops.cast(inputs, keras.backend.result_type(inputs.dtype, "float32"))  # as Keras'
         gamma = ops.cast(self.gamma, inputs.dtype) if self.scale else None
         beta = ops.cast(self.beta, inputs.dtype) if self.center else None
         outputs, mean, variance = batch_norm_training(inputs, gamma, beta, self.epsilon)
         for moving, batch in ((self.moving_mean, mean), (self.moving_variance, variance)):
-            value = ops.cast(moving, inputs.dtype)
-            moving.assign(value * self.momentum + batch * (1.0 - self.momentum))
+            moving.assign(moved(ops.cast(moving, inputs.dtype), batch, self.momentum))
         return ops.cast(outputs, self.compute_dtype)
 
     def _moments(self, inputs, mask):

@@ -117,14 +117,18 @@ def test_a_gradient_of_the_gradient_is_the_formula():
         np.testing.assert_allclose(got, expected, rtol=1e-8, atol=1e-9)
 
 
-def test_it_serves_large_4d_cpu_maps_over_the_last_axis_only(monkeypatch):
+def test_it_serves_4d_cpu_maps_over_the_last_axis_large_ones_when_traced(monkeypatch):
     import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
 
     from lambda_keras.backend import torch_batch_norm, torch_channels_last
     from lambda_keras.backend.torch_batch_norm import MIN_VALUES, takes_the_operator
 
-    assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512), -1)
-    assert not takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)
+    with FakeTensorMode():  # traced: only maps of MIN_VALUES values and more
+        assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512), -1)
+        assert not takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)
+    assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)  # eager
+    assert takes_the_operator(torch.zeros(1, 1, 1, 1), -1)
     monkeypatch.setattr(torch_batch_norm, "MIN_VALUES", 1)
     x = inputs((2, 3, 3, 4), dtype="float32")
     assert takes_the_operator(x, -1) and takes_the_operator(x, 3)

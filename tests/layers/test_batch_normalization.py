@@ -207,18 +207,30 @@ def test_on_pytorch_a_training_batch_takes_its_kernels_and_equals_keras_layer(
 
 
 @pytest.mark.backends("torch")
-def test_on_pytorch_small_maps_keep_keras_formula(monkeypatch):
-    """A map of fewer than ``MIN_VALUES`` values (its default) keeps Keras' formula, which
-    Inductor fuses with the layers around it; one of that many takes PyTorch's kernels."""
+def test_on_pytorch_small_maps_keep_keras_formula_when_traced(monkeypatch):
+    """Traced (a compiled step), a map of fewer than ``MIN_VALUES`` values (its default) keeps
+    Keras' formula, which Inductor fuses with the layers around it; one of that many takes
+    PyTorch's kernels. Eagerly every map takes them: the formula is a dozen operators."""
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
     from lambda_keras.backend.torch_batch_norm import MIN_VALUES
 
     calls = count_operator_calls(monkeypatch, MIN_VALUES)
-    layer = BatchNormalization()
-    layer(np.ones((2, 8, 8, 32), "float32"), training=True)
-    assert calls == []
-    layer = BatchNormalization()
-    layer(np.ones((2, 16, 16, MIN_VALUES // 512), "float32"), training=True)
-    assert len(calls) == 1
+    for shape, taken in (((2, 8, 8, 32), 0), ((2, 16, 16, MIN_VALUES // 512), 1)):
+        layer = BatchNormalization()
+        layer.build(shape)
+        variables = [v.value.detach() for v in layer.variables]
+
+        def step(x, *variables, layer=layer):
+            return layer.stateless_call(variables[:2], variables[2:], x, training=True)[0]
+
+        make_fx(step, tracing_mode="fake")(torch.ones(shape), *variables)
+        assert len(calls) == taken, shape
+        calls.clear()
+    BatchNormalization()(np.ones((2, 8, 8, 32), "float32"), training=True)
+    BatchNormalization()(np.ones((64, 1, 1, 4), "float32"), training=True)
+    assert len(calls) == 2
 
 
 @pytest.mark.backends("torch")
