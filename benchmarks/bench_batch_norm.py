@@ -91,6 +91,7 @@ def eager_step(shape: tuple[int, int, int, int], operators: bool):
     """The batch norm and SiLU's training call and backward pass on ``shape``, eagerly."""
     import torch
 
+    from lambda_keras.backend import torch_batch_norm
     from lambda_keras.layers import BatchNormalization
 
     layer = BatchNormalization()
@@ -99,10 +100,20 @@ def eager_step(shape: tuple[int, int, int, int], operators: bool):
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(shape, generator=generator).requires_grad_(True)
     gradient = torch.randn(shape, generator=generator)
+    leaves = [x, *(w.value for w in layer.trainable_variables)]
 
     def step():
-        torch.nn.functional.silu(layer(x, training=True)).backward(gradient)
+        out = torch.nn.functional.silu(layer(x, training=True))
+        torch.autograd.grad(out, leaves, gradient)  # nothing accumulates from call to call
 
+    calls = []
+    original = torch_batch_norm.batch_norm_training
+    torch_batch_norm.batch_norm_training = lambda *a: calls.append(a) or original(*a)
+    try:
+        step()
+    finally:
+        torch_batch_norm.batch_norm_training = original
+    assert len(calls) == operators, (shape, operators, len(calls))  # the path asked for ran
     return step
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import numpy as np
 
@@ -20,6 +21,7 @@ __all__ = [
     "implementation",
     "is_int",
     "is_number",
+    "non_finite",
     "non_negative_int",
     "number_in",
     "number_or_none",
@@ -54,13 +56,18 @@ def check_fields(obj: object, checks: Mapping[str, Check]) -> None:
         check(name, getattr(obj, name))
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
+    """Whether ``value`` is an integer: an int (NumPy's too), not a bool (``2.0`` is not)."""
     return not isinstance(value, bool) and isinstance(value, (int, np.integer))
 
 
-def is_int(value) -> bool:
-    """Whether ``value`` is an integer: an int (NumPy's too), not a bool (``2.0`` is not)."""
-    return _is_int(value)
+def non_finite(array: np.ndarray) -> tuple[tuple[int, ...], int] | None:
+    """Where the first NaN or infinite value of a floating ``array`` is, and how many there
+    are; None when every value is finite (the checks of host data name both)."""
+    bad = ~np.isfinite(array)
+    if not bad.any():
+        return None
+    return tuple(int(i) for i in np.argwhere(bad)[0]), int(bad.sum())
 
 
 def is_number(value) -> bool:
@@ -77,14 +84,14 @@ def boolean(name: str, value) -> bool:
 
 def positive_int(name: str, value) -> int:
     """Return ``value`` as an int, or raise if it is not a positive integer."""
-    if not _is_int(value) or value < 1:
+    if not is_int(value) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer; received {name}={value!r}.")
     return int(value)
 
 
 def non_negative_int(name: str, value) -> int:
     """Return ``value`` as an int, or raise if it is not an integer >= 0."""
-    if not _is_int(value) or value < 0:
+    if not is_int(value) or value < 0:
         raise ValueError(f"`{name}` must be an integer >= 0; received {name}={value!r}.")
     return int(value)
 
@@ -134,12 +141,14 @@ def one_of(name: str, value, allowed: Sequence) -> object:
     return value
 
 
-def sequence(name: str, value, allowed: str) -> tuple:
+def sequence(name: str, value, allowed: str, unordered: bool = False) -> tuple:
     """Return ``value`` as a tuple, or raise if it is not a list, a tuple or another sequence
-    (a string, a scalar, a set or None is not). ``allowed`` says what is, for the error
-    (``"a list or tuple of block numbers"``); the items themselves are not checked."""
+    (a string, a scalar, None, or a set unless ``unordered`` allows one, is not). ``allowed``
+    says what is, for the error (``"a list or tuple of block numbers"``); the items themselves
+    are not checked."""
     is_array = isinstance(value, np.ndarray) and value.ndim == 1
-    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or is_array):
+    is_set = unordered and isinstance(value, AbstractSet)
+    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or is_array or is_set):
         raise TypeError(
             f"`{name}` must be {allowed}; received {name}={value!r} ({type(value).__name__})."
         )
@@ -161,7 +170,7 @@ def odd_window(name: str, value: int | Sequence[int], rank: int) -> tuple[int, .
     An int means the same extent on every axis.
     """
     values = tuple(value) if isinstance(value, (tuple, list)) else (value,) * rank
-    ok = len(values) == rank and all(_is_int(s) and s > 0 and s % 2 == 1 for s in values)
+    ok = len(values) == rank and all(is_int(s) and s > 0 and s % 2 == 1 for s in values)
     if not ok:
         raise ValueError(
             f"`{name}` must be a positive odd integer (or {rank} of them, one per spatial axis) "

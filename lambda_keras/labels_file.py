@@ -8,10 +8,18 @@ import json
 import os
 from collections.abc import Sequence
 
-__all__ = ["LABELS_FILE", "read_labels", "write_labels"]
+import numpy as np
+
+__all__ = ["LABELS_FILE", "is_category_id", "read_labels", "write_labels"]
 
 LABELS_FILE = "labels.json"
 """The file's name in its directory."""
+
+
+def is_category_id(value) -> bool:
+    """Whether ``value`` is a category id: an integer >= 0 (NumPy's too), not a bool (Python
+    counts ``True`` as 1: it would be written as category 1)."""
+    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 0
 
 
 def write_labels(

@@ -143,10 +143,10 @@ def has_values(value) -> bool:
     from torch._subclasses.fake_tensor import is_fake
 
     return (
-        isinstance(value, torch.Tensor)
+        not torch.compiler.is_compiling()  # first: Dynamo cannot trace is_fake (a graph break)
+        and isinstance(value, torch.Tensor)
         and value.device.type != "meta"
         and not is_fake(value)
-        and not torch.compiler.is_compiling()
     )
 
 

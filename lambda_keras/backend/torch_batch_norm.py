@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["MIN_VALUES", "batch_norm_training", "moved", "takes_the_operator"]
+__all__ = ["EAGER_EVERY_MAP", "MIN_VALUES", "batch_norm_training", "moved", "takes_the_operator"]
 
 MIN_VALUES = 1 << 19
 """The fewest values (``batch * height * width * channels``) of a map that takes the operators
@@ -49,7 +49,17 @@ forward and backward, compiled, took longer through the operators on most maps o
 batch of 2 (at most ``[2, 32, 32, 64]``), and on ``[8, 7, 7, 512]``, and less on every map
 from this many values on (``benchmarks/bench_batch_norm.py``, the benchmarks page). Smaller
 maps keep Keras' formula there. A map that runs eagerly takes the operators whatever its
-size."""
+size (see [`EAGER_EVERY_MAP`][lambda_keras.backend.torch_batch_norm.EAGER_EVERY_MAP])."""
+
+EAGER_EVERY_MAP = True
+"""Whether a map that runs eagerly takes the operators whatever its size (eagerly Keras'
+formula is a dozen operators, each a pass over the map: ``benchmarks/bench_batch_norm.py
+--mode=eager``). False: the traced rule
+([`MIN_VALUES`][lambda_keras.backend.torch_batch_norm.MIN_VALUES]) everywhere, so that a traced
+step run as it is (no Inductor) computes Keras' eager step bit for bit, as the project's tests
+of the traced steps compare them. With it on, a compiled step that runs a batch eagerly (past
+its graphs' limit, or after a step it could not trace) normalizes that batch's small maps
+through the kernels: the same values to float rounding."""
 
 
 def takes_the_operator(inputs: torch.Tensor, axis: int) -> bool:
@@ -64,7 +74,7 @@ def takes_the_operator(inputs: torch.Tensor, axis: int) -> bool:
     return (
         isinstance(inputs, torch.Tensor)
         and inputs.ndim == 4
-        and (inputs.numel() >= MIN_VALUES or has_values(inputs))
+        and (inputs.numel() >= MIN_VALUES or (EAGER_EVERY_MAP and has_values(inputs)))
         and axis in (-1, 3)
         and inputs.is_floating_point()
         and inputs.device.type == "cpu"
@@ -102,7 +112,8 @@ def batch_norm_training(
 
 def moved(moving: torch.Tensor, batch: torch.Tensor, momentum: float) -> torch.Tensor:
     """A moving statistic after a batch, ``moving * momentum + batch * (1 - momentum)`` (Keras'
-    rule), as one operator (``torch.lerp``) where the formula is three."""
+    rule) for finite values to float rounding (exactly ``moving`` at momentum 1 and ``batch`` at
+    0), as one operator (``torch.lerp``) where the formula is three."""
     return torch.lerp(moving, batch, 1.0 - momentum)
 
 

@@ -48,7 +48,7 @@ class AnchorGenerator(ModelPart):
         allowed = "numbers (heights over widths, e.g. (0.5, 1.0, 2.0))"
         ratios = v.sequence("aspect_ratios", aspect_ratios, allowed)
         if not ratios:
-            raise TypeError(f"`aspect_ratios` must be {allowed}; received aspect_ratios=().")
+            raise ValueError(f"`aspect_ratios` must be {allowed}; received aspect_ratios=().")
         self.aspect_ratios = tuple(v.positive_number("aspect_ratios", r) for r in ratios)
 
     @property
@@ -83,7 +83,10 @@ class AnchorGenerator(ModelPart):
     @classmethod
     def from_config(cls, config: dict) -> AnchorGenerator:
         config = dict(config)  # JSON turns the levels into strings, the ratios into a list
-        config["sizes"] = {int(level): side for level, side in config["sizes"].items()}
+        config["sizes"] = {  # a level that is not digits: the constructor names it
+            int(level) if str(level).isdigit() else level: side
+            for level, side in config["sizes"].items()
+        }
         config["aspect_ratios"] = tuple(config["aspect_ratios"])
         return cls(**config)
 

@@ -74,6 +74,7 @@ from lambda_keras.detection.ops.sizes import ceil_divide
 from lambda_keras.detection.proposals import generate_proposals
 from lambda_keras.detection.transform import InputTransform, LetterboxTransform
 from lambda_keras.detection.valid_region import zero_outside
+from lambda_keras.labels_file import is_category_id
 from lambda_keras.preprocessing import normalize
 
 __all__ = ["LOSS_NAMES", "MaskRCNN"]
@@ -607,7 +608,12 @@ def _check_backbone_outputs(backbone: keras.Model) -> None:
     levels = outputs if isinstance(outputs, dict) else {}
     missing = [level for level in ROI_LEVELS if level not in levels]
     if missing:
-        received = sorted(outputs) if isinstance(outputs, dict) else "one tensor"
+        if isinstance(outputs, dict):
+            received = sorted(outputs)
+        elif isinstance(outputs, (list, tuple)):
+            received = f"a {type(outputs).__name__} of {len(outputs)} tensors"
+        else:
+            received = "one tensor"
         raise ValueError(
             "`backbone` must output a dict of feature maps {'P2': stride 4, 'P3': 8, 'P4': 16, "
             f"'P5': 32}} (e.g. lambda_keras.zoo.LambdaResNetBackbone); {backbone.name!r} outputs "
@@ -678,12 +684,14 @@ def check_categories(
     for index, category in enumerate(categories):
         if not (
             isinstance(category, Mapping)
-            and v.is_int(category.get("id"))
-            and category["id"] >= 0
+            and is_category_id(category.get("id"))
             and isinstance(category.get("name"), str)
         ):
             raise ValueError(f"`{name}` must be {allowed}; received {name}[{index}]={category!r}.")
-    return [{**category, "id": int(category["id"])} for category in categories]
+    ids = [int(category["id"]) for category in categories]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"`{name}` must give each class its own id; received the ids {ids}.")
+    return [{**category, "id": i} for category, i in zip(categories, ids, strict=True)]
 
 
 def _split(inputs):
@@ -736,15 +744,14 @@ def _check_size_values(image_sizes) -> None:
 def _check_image_values(images) -> None:
     """Images given as host data (a NumPy array) hold finite values: one NaN pixel spreads
     through the backbone and the detections of its image come out empty, with no error."""
-    if isinstance(images, np.ndarray) and images.dtype.kind in "fc" and images.size:
-        bad = ~np.isfinite(images)
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                "`images` must hold finite values; received images of shape "
-                f"{images.shape} with {int(bad.sum())} NaN or infinite values, the first at "
-                f"{where}."
-            )
+    floats = isinstance(images, np.ndarray) and images.dtype.kind == "f"
+    bad = v.non_finite(images) if floats else None
+    if bad is not None:
+        where, count = bad
+        raise ValueError(
+            f"`images` must hold finite values; received images of shape {images.shape} with "
+            f"{count} NaN or infinite values, the first at {where}."
+        )
 
 
 def _check_images(shape: tuple) -> None:

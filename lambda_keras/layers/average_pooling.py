@@ -85,8 +85,10 @@ class AveragePooling2D(keras.layers.AveragePooling2D):
 
     def __init__(self, pool_size=2, strides=None, padding="valid", **kwargs):
         super().__init__(pool_size, strides, padding, **kwargs)
-        for value in self.strides:  # Keras' layer takes 0 and fails when called
-            v.positive_int("strides", value)
+        if not all(v.is_int(s) and s > 0 for s in self.strides):  # Keras' takes 0, then fails
+            raise ValueError(
+                f"`strides` must be a positive integer; received strides={strides!r}."
+            )
         square = len(set(self.pool_size)) == 1 and len(set(self.strides)) == 1
         self.padding = v.one_of("padding", str(self.padding).lower(), ("valid", "same"))
         if not square or self.data_format != "channels_last":

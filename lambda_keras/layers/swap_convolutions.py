@@ -113,7 +113,7 @@ def _choose(candidates, stages, predicate, model_name) -> set[str]:
     if isinstance(stages, str):
         stages = (stages,)
     if stages is not None:
-        stages = v.sequence("stages", stages, "a stage name or a list or tuple of them")
+        stages = v.sequence("stages", stages, "a stage name or a list of them", unordered=True)
         known = sorted({_stage(layer.name) for layer in candidates})
         unknown = [s for s in stages if not any(c.name.startswith(f"{s}_") for c in candidates)]
         if unknown:

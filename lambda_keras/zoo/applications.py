@@ -271,15 +271,15 @@ def decode_predictions(preds, top: int = 5) -> list[list[tuple[str, str, float]]
 
     Args:
         preds: ``[batch, 1000]`` scores (probabilities or logits), finite real numbers.
-        top: How many classes per image, from 1 to 1000.
+        top: How many classes per image (at most all 1000).
 
     Returns:
         Per image, ``top`` tuples ``(wordnet_id, name, score)``, best first.
 
     Raises:
         ValueError: If ``preds`` is not of shape ``[batch, 1000]``, holds a score that is not
-            a finite real number (NaN or infinite: no rank), or ``top`` is not an integer from
-            1 to 1000.
+            a finite real number (NaN or infinite: no rank), or ``top`` is not a positive
+            integer.
         TypeError: If ``preds`` does not hold numbers (strings, objects).
     """
     classes = imagenet_classes()
@@ -288,24 +288,17 @@ def decode_predictions(preds, top: int = 5) -> list[list[tuple[str, str, float]]
         raise ValueError(
             f"`preds` must be ImageNet scores of shape [batch, 1000]; received shape {preds.shape}."
         )
-    try:
-        finite = np.isfinite(preds)
-    except TypeError:  # strings, objects: no scores at all
-        raise TypeError(
-            f"`preds` must hold real-valued scores; received dtype {preds.dtype}."
-        ) from None
-    if not finite.all():
-        row, column = np.argwhere(~finite)[0]
+    if preds.dtype.kind not in "biuf":  # strings, objects: no scores at all
+        raise TypeError(f"`preds` must hold real-valued scores; received dtype {preds.dtype}.")
+    bad = v.non_finite(preds)
+    if bad is not None:
+        (row, column), count = bad
         raise ValueError(
             "`preds` must hold finite scores (NaN and infinities have no rank); received "
-            f"{preds[row, column]} at preds[{row}, {column}] ({int((~finite).sum())} of "
-            f"{preds.size} scores not finite)."
+            f"{preds[row, column]} at preds[{row}, {column}] ({count} of {preds.size} scores "
+            "not finite)."
         )
-    top = v.positive_int("top", top)
-    if top > len(classes):
-        raise ValueError(
-            f"`top` must be at most the number of classes, {len(classes)}; received top={top}."
-        )
+    top = min(v.positive_int("top", top), len(classes))  # all of them, best first
     results = []
     for row in preds:
         best = np.argsort(-row, kind="stable")[:top]

@@ -267,7 +267,7 @@ def LambdaMobileNetV2(
         app,
         architecture="lambda_mobilenet_v2",
         lambda_blocks=v.sequence(
-            "lambda_blocks", lambda_blocks, "a list or tuple of 1-indexed block numbers"
+            "lambda_blocks", lambda_blocks, "a list of 1-indexed block numbers", unordered=True
         ),
         alpha=alpha,
         dropout_rate=dropout_rate,

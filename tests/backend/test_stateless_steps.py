@@ -13,6 +13,7 @@ from tests.backend.test_torch_compiled_step import (
     assert_same_variables,
     batch,
     compiled,
+    eager_batch_norms_as_traced,  # noqa: F401 (autouse: bit-for-bit comparisons)
     exactly,
     small_net,
     use_traced_steps,

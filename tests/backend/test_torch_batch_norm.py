@@ -129,6 +129,10 @@ def test_it_serves_4d_cpu_maps_over_the_last_axis_large_ones_when_traced(monkeyp
         assert not takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)
     assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)  # eager
     assert takes_the_operator(torch.zeros(1, 1, 1, 1), -1)
+    monkeypatch.setattr(torch_batch_norm, "EAGER_EVERY_MAP", False)  # the traced rule eagerly
+    assert not takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512 - 1), -1)
+    assert takes_the_operator(torch.zeros(2, 16, 16, MIN_VALUES // 512), -1)
+    monkeypatch.setattr(torch_batch_norm, "EAGER_EVERY_MAP", True)
     monkeypatch.setattr(torch_batch_norm, "MIN_VALUES", 1)
     x = inputs((2, 3, 3, 4), dtype="float32")
     assert takes_the_operator(x, -1) and takes_the_operator(x, 3)
@@ -141,6 +145,24 @@ def test_it_serves_4d_cpu_maps_over_the_last_axis_large_ones_when_traced(monkeyp
     assert not seen(torch.ones(3, 4)).any()
     monkeypatch.setattr(torch_channels_last, "installed", lambda name: False)
     assert not takes_the_operator(x, -1)  # LAMBDA_KERAS_TORCH_CHANNELS_LAST=0
+
+
+def test_the_rule_traces_under_dynamo_without_a_graph_break():
+    """Keras' own ``jit_compile=True`` compiles with Dynamo: asking whether the map runs
+    eagerly must not break its graph (Dynamo cannot trace ``is_fake``)."""
+    import torch
+
+    from lambda_keras.backend.torch_batch_norm import takes_the_operator
+
+    def rule(x):
+        return x * 2 if takes_the_operator(x, -1) else x * 3
+
+    x = torch.ones(2, 4, 4, 8)
+    explained = torch._dynamo.explain(rule)(x)
+    assert explained.graph_break_count == 0, explained.break_reasons
+    compiled = torch.compile(rule, backend="eager", fullgraph=True)
+    np.testing.assert_array_equal(compiled(x).numpy(), 3 * np.ones((2, 4, 4, 8)))  # traced
+    np.testing.assert_array_equal(rule(x).numpy(), 2 * np.ones((2, 4, 4, 8)))  # eager
 
 
 def traced_step(x):

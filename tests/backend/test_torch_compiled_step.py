@@ -21,6 +21,17 @@ from lambda_keras.layers import LambdaLayer, StochasticDepth
 on_torch = pytest.mark.backends("torch")
 
 
+@pytest.fixture(autouse=True)
+def eager_batch_norms_as_traced(monkeypatch):
+    """Eager batch norms on the traced steps' rule (``EAGER_EVERY_MAP`` off), so that a traced
+    step run as it is computes Keras' eager step bit for bit: by default an eager map takes
+    PyTorch's kernels at any size, a traced one only from ``MIN_VALUES`` on."""
+    if keras.backend.backend() == "torch":
+        from lambda_keras.backend import torch_batch_norm
+
+        monkeypatch.setattr(torch_batch_norm, "EAGER_EVERY_MAP", False)
+
+
 @pytest.mark.parametrize(
     "value, device, expected",
     [

@@ -87,7 +87,7 @@ def test_a_generator_that_does_not_fit_the_model_is_refused(kwargs, error, messa
         ({"sizes": {"P2": 32.0}}, ValueError, "`sizes` must map pyramid levels.*level 'P2'"),
         ({"sizes": {True: 32.0}}, ValueError, "`sizes` must map pyramid levels.*level True"),
         ({"sizes": {0: 32.0}}, ValueError, r"`sizes` must map.*level 0 in sizes=\{0: 32.0\}"),
-        ({"aspect_ratios": ()}, TypeError, "`aspect_ratios` must be numbers"),
+        ({"aspect_ratios": ()}, ValueError, "`aspect_ratios` must be numbers"),
         ({"aspect_ratios": 5}, TypeError, "`aspect_ratios` must be numbers.*aspect_ratios=5"),
         ({"aspect_ratios": None}, TypeError, "`aspect_ratios` must be numbers.*=None"),
         ({"aspect_ratios": (0.0,)}, ValueError, "`aspect_ratios` must be a positive number"),
@@ -107,3 +107,11 @@ def test_levels_of_any_integer_type_are_kept_in_order():
 def test_the_base_class_says_where_its_anchors_lie_only_in_a_subclass():
     with pytest.raises(NotImplementedError):
         AnchorGenerator()((64, 64))
+
+
+def test_a_saved_level_that_is_not_digits_is_refused_by_name():
+    """JSON keeps the levels as strings: from_config turns digits back into ints and leaves the
+    rest to the constructor, which names ``sizes`` (a bare ``int("P2")`` failed before)."""
+    assert CentredAnchors.from_config({"sizes": {"2": 32}, "aspect_ratios": [1.0]}).sizes == {2: 32}
+    with pytest.raises(ValueError, match=r"`sizes` must map pyramid levels .*the level 'P2'"):
+        CentredAnchors.from_config({"sizes": {"P2": 32}, "aspect_ratios": [1.0]})

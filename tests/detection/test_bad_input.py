@@ -127,6 +127,14 @@ def test_backbone_without_a_pyramid_is_refused_when_built():
         MaskRCNN(_classifier_backbone(), num_classes=3)
 
 
+def test_a_backbone_with_a_list_of_outputs_is_named_so():
+    images = keras.Input((64, 64, 3))
+    maps = [keras.layers.Conv2D(4, 3, strides=s, padding="same")(images) for s in (4, 8)]
+    backbone = keras.Model(images, maps, name="two")
+    with pytest.raises(ValueError, match=r"'two' outputs a list of 2 tensors, missing \['P2'"):
+        MaskRCNN(backbone, num_classes=3)
+
+
 def test_a_sequential_backbone_is_refused():
     """A Sequential model outputs one tensor, never the pyramid's dict (it was taken: its
     ``output`` is unknown before it is called)."""
@@ -175,6 +183,13 @@ def test_categories_are_checked_entry_by_entry(categories, error, received):
     """A bool id was taken as an int, a string or a number failed inside ``dict()``."""
     with pytest.raises(error, match=CATEGORY_FORM + ".*" + re.escape(received)):
         MaskRCNN(tiny_backbone(), num_classes=1, categories=categories)
+
+
+def test_two_classes_with_one_category_id_are_refused():
+    categories = [{"id": 1, "name": "a"}, {"id": np.int64(1), "name": "b"}]
+    message = "`categories` must give each class its own id; received the ids [1, 1]."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        MaskRCNN(tiny_backbone(), num_classes=2, categories=categories)
 
 
 def test_categories_take_numpy_ids_as_ints():

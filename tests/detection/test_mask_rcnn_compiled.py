@@ -16,6 +16,7 @@ from lambda_keras.backend.compiled_steps import CompiledSteps
 from lambda_keras.detection import MaskRCNN, TorchvisionTransform, detect
 from tests.backend.test_torch_compiled_step import (
     assert_replayed,
+    eager_batch_norms_as_traced,  # noqa: F401 (autouse: bit-for-bit comparisons)
     on_a_gpu_with_cuda_graphs,
     ours,
     use_traced_steps,

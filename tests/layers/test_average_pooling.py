@@ -3,6 +3,8 @@ values on every backend (a NumPy reference: each window's mean over the cells in
 gradients, Keras' shapes and configuration, and bad arguments. Runs on TensorFlow and in the
 JAX and PyTorch children of tests/test_backends.py (where Keras' own PyTorch pooling differs)."""
 
+import re
+
 import keras
 import numpy as np
 import pytest
@@ -136,8 +138,9 @@ def test_padding_in_upper_case_is_same_padding():
     )
 
 
-def test_the_layer_refuses_a_stride_of_zero_when_made():
+@pytest.mark.parametrize("strides", [0, (2, 0)])
+def test_the_layer_refuses_a_stride_of_zero_when_made(strides):
     """Keras' layer takes it (a window of 0 it refuses itself) and fails when called."""
-    message = "`strides` must be a positive integer; received strides=0"
-    with pytest.raises(ValueError, match=message):
-        AveragePooling2D(2, strides=0)
+    message = f"`strides` must be a positive integer; received strides={strides!r}."
+    with pytest.raises(ValueError, match=re.escape(message)):
+        AveragePooling2D(2, strides=strides)

@@ -146,8 +146,9 @@ def training_calls(layer, x, calls=2):
 
 def twins(policy: str, **arguments):
     """The project's layer and Keras' own with the same arguments and weights."""
-    ours = BatchNormalization(momentum=0.7, dtype=policy, **arguments)
-    keras_own = keras.layers.BatchNormalization(momentum=0.7, dtype=policy, **arguments)
+    arguments = {"momentum": 0.7, **arguments}
+    ours = BatchNormalization(dtype=policy, **arguments)
+    keras_own = keras.layers.BatchNormalization(dtype=policy, **arguments)
     rng = np.random.default_rng(1)
     for layer in (ours, keras_own):
         layer.build((2, 5, 7, 6))
@@ -180,6 +181,8 @@ def count_operator_calls(monkeypatch, min_values: int = 1) -> list:
         ("mixed_bfloat16", {"epsilon": 1e-5}),
         ("float32", {"scale": False, "center": False}),
         ("float32", {"axis": 3}),
+        ("float32", {"momentum": 0.0}),  # the moving statistics are the batch's (torch.lerp)
+        ("float32", {"momentum": 1.0}),  # they stay
     ],
 )
 def test_on_pytorch_a_training_batch_takes_its_kernels_and_equals_keras_layer(

@@ -67,9 +67,11 @@ def test_predicate_and_strided_convs():
 def test_errors(resnet50):
     with pytest.raises(ValueError, match=r"`stages` \['conv9'\] name no 3x3 Conv2D.*'conv2'"):
         swap_convolutions(resnet50, stages=("conv9",))
-    with pytest.raises(TypeError, match=r"`stages` must be a stage name or a list or tuple of "
-                       r"them; received stages=5 \(int\)"):
+    with pytest.raises(TypeError, match=r"`stages` must be a stage name or a list of them; "
+                       r"received stages=5 \(int\)"):
         swap_convolutions(resnet50, stages=5)
+    with pytest.raises(ValueError, match=r"`stages` \['conv9'\] name no"):  # a set is a list
+        swap_convolutions(resnet50, stages={"conv9"})
     no_3x3 = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 1)])
     with pytest.raises(ValueError, match="has no 3x3 Conv2D"):
         swap_convolutions(no_3x3)

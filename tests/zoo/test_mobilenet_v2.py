@@ -62,10 +62,12 @@ def test_lambda_blocks_must_be_a_sequence(lambda_blocks):
     with pytest.raises(TypeError) as error:
         LambdaMobileNetV2(lambda_blocks=lambda_blocks)
     message = str(error.value)
-    assert "`lambda_blocks` must be a list or tuple of 1-indexed block numbers" in message
+    assert "`lambda_blocks` must be a list of 1-indexed block numbers" in message
     assert f"received lambda_blocks={lambda_blocks!r}" in message
 
 
 def test_lambda_blocks_are_ints():
     with pytest.raises(ValueError, match=r"`lambda_blocks` holds the 1-indexed numbers \(ints\)"):
         LambdaMobileNetV2(lambda_blocks=(10.0, 16))
+    with pytest.raises(ValueError, match=r"received lambda_blocks=\(99,\)"):  # a set is taken
+        LambdaMobileNetV2(lambda_blocks={99})

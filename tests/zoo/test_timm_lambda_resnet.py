@@ -210,12 +210,11 @@ def test_decode_predictions_refuses_scores_that_are_not_finite(bad, message):
         tlr.decode_predictions(np.full((2, 1000), np.nan), top=2)  # all-NaN rows
 
 
-def test_decode_predictions_refuses_a_top_above_the_number_of_classes():
-    """``top`` is from 1 to 1000 (a positive integer: ``v.positive_int``), not cut to 1000."""
-    message = "`top` must be at most the number of classes, 1000; received top=1001."
-    with pytest.raises(ValueError, match=re.escape(message)):
-        tlr.decode_predictions(np.zeros((1, 1000)), top=1001)
-    assert len(tlr.decode_predictions(np.zeros((1, 1000)), top=1000)[0]) == 1000
+def test_decode_predictions_takes_a_top_above_the_number_of_classes_as_all():
+    """As ``keras.applications``' own: every class, best first; ``top`` below 1 is refused."""
+    assert len(tlr.decode_predictions(np.zeros((1, 1000)), top=1001)[0]) == 1000
+    with pytest.raises(ValueError, match=re.escape("received top=0")):
+        tlr.decode_predictions(np.zeros((1, 1000)), top=0)
 
 
 def test_decode_predictions_refuses_scores_that_are_not_numbers():

@@ -45,6 +45,7 @@ from lambda_keras.detection import ops
 from lambda_keras.detection.image_size import check_image_size
 from lambda_keras.detection.transform_graph import letterbox_size
 from lambda_keras.image_files import is_damaged_image
+from lambda_keras.labels_file import is_category_id
 
 __all__ = ["CocoSource", "load_coco", "make_dataset"]
 
@@ -141,7 +142,7 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
             f"JPEG/PNG/GIF/BMP:\n  {shown}"
         )
     for ann in data["annotations"]:
-        if not _is_category_id(ann.get("category_id")) or ann["category_id"] not in known:
+        if not is_category_id(ann.get("category_id")) or ann["category_id"] not in known:
             raise ValueError(
                 f"{annotations_file}: annotation {ann.get('id')} has category_id "
                 f"{ann.get('category_id')!r}, which is not one of the categories' integer "
@@ -162,11 +163,6 @@ def _check_structure(data, annotations_file: Path, image_folder: Path) -> None:
         ann.setdefault("area", float(max(ann["bbox"][2], 0) * max(ann["bbox"][3], 0)))
 
 
-def _is_category_id(value) -> bool:
-    """Whether ``value`` is a category id: an integer >= 0, not a bool (True == 1 in Python)."""
-    return v.is_int(value) and value >= 0
-
-
 def _check_categories(categories, annotations_file: Path) -> None:
     """Each category an object with an integer ``id`` (not a bool), no id twice."""
     if not isinstance(categories, list):
@@ -177,7 +173,7 @@ def _check_categories(categories, annotations_file: Path) -> None:
     seen = set()
     for category in categories:
         cid = category.get("id") if isinstance(category, dict) else None
-        if not _is_category_id(cid):
+        if not is_category_id(cid):
             raise ValueError(
                 f"{annotations_file}: each category must have an integer 'id' >= 0 (a bool is "
                 f"not one); received the category {category!r} with 'id'={cid!r}."
