@@ -327,17 +327,30 @@ def torch_steps(target: float):
 
 
 def layer_ops(table: Table) -> str:
-    """Each implementation's operators as a multiple of timm's layer's."""
+    """Each implementation's operators, and those that compute, as a multiple of timm's
+    layer's (a table from before the computing columns: the operators alone)."""
     forward, both = _column(table, "forward ops"), _column(table, "forward+backward ops")
+    computing = "forward ops that compute" in table.columns
+    if computing:
+        forward_c = _column(table, "forward ops that compute")
+        both_c = _column(table, "forward+backward ops that compute")
     timm = next((row for row in table.rows if row[0].startswith("timm")), None)
     if timm is None:
         return "timm's layer was not measured."
-    parts = [
-        f"{row[0]} {row[forward] / timm[forward]:.1f}x forward, "
-        f"{row[both] / timm[both]:.1f}x with the backward pass"
-        for row in table.rows
-        if row is not timm
-    ]
+    parts = []
+    for row in table.rows:
+        if row is timm:
+            continue
+        part = (
+            f"{row[0]} {row[forward] / timm[forward]:.1f}x forward, "
+            f"{row[both] / timm[both]:.1f}x with the backward pass"
+        )
+        if computing:
+            part += (
+                f" (computing: {row[forward_c] / timm[forward_c]:.1f}x, "
+                f"{row[both_c] / timm[both_c]:.1f}x)"
+            )
+        parts.append(part)
     return "Operators against timm's LambdaLayer: " + "; ".join(parts) + "."
 
 

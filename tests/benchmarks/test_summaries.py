@@ -294,6 +294,23 @@ def test_batch_norm_kernels_split_by_the_layers_default_path():
     )
 
 
+def test_layer_ops_against_timm_with_and_without_the_computing_columns():
+    columns = ["layer", "forward ops", "forward+backward ops", "forward ops that compute",
+               "forward+backward ops that compute", "forward PyTorch calls"]  # fmt: skip
+    rows = [("LambdaLayer einsum", 100, 200, 30, 60, 100), ("timm LambdaLayer", 25, 80, 12, 40, 27)]
+    table = make(columns, rows, labels=1, plot="none")
+    assert summaries.layer_ops(table) == (
+        "Operators against timm's LambdaLayer: LambdaLayer einsum 4.0x forward, 2.5x with the "
+        "backward pass (computing: 2.5x, 1.5x)."
+    )
+    before = [row[:3] + row[5:] for row in rows]
+    old = make(columns[:3] + columns[5:], before, labels=1, plot="none")
+    assert summaries.layer_ops(old) == (
+        "Operators against timm's LambdaLayer: LambdaLayer einsum 4.0x forward, 2.5x with the "
+        "backward pass."
+    )
+
+
 def test_the_detection_job_sentence_says_which_runs_left_targets_out_of_the_loss():
     columns = ["backend", "box AP", "mask AP", "box AP50", "mask AP50", "targets left out",
                "training s", "whole run s"]  # fmt: skip
