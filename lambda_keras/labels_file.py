@@ -8,7 +8,7 @@ import json
 import os
 from collections.abc import Sequence
 
-import numpy as np
+from lambda_keras import _validation as v
 
 __all__ = ["LABELS_FILE", "is_category_id", "read_labels", "write_labels"]
 
@@ -19,7 +19,7 @@ LABELS_FILE = "labels.json"
 def is_category_id(value) -> bool:
     """Whether ``value`` is a category id: an integer >= 0 (NumPy's too), not a bool (Python
     counts ``True`` as 1: it would be written as category 1)."""
-    return not isinstance(value, bool) and isinstance(value, (int, np.integer)) and value >= 0
+    return v.is_int(value) and value >= 0
 
 
 def write_labels(
