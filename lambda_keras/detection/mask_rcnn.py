@@ -192,9 +192,7 @@ class MaskRCNN(CompiledSteps, keras.Model):
         self.backbone = backbone
         self.num_classes = v.positive_int("num_classes", num_classes)
         self.fpn_channels = v.positive_int("fpn_channels", fpn_channels)
-        if not isinstance(rpn_top_k, (list, tuple)) or len(rpn_top_k) != 4:
-            raise ValueError(f"`rpn_top_k` must hold 4 positive ints; received {rpn_top_k!r}.")
-        self.rpn_top_k = tuple(v.positive_int("rpn_top_k", k) for k in rpn_top_k)
+        self.rpn_top_k = _check_rpn_top_k(rpn_top_k)
         self.rois_per_image = v.positive_int("rois_per_image", rois_per_image)
         self.max_detections = v.positive_int("max_detections", max_detections)
         self.score_threshold = v.number_in("score_threshold", score_threshold, 0.0, 1.0)
@@ -211,12 +209,9 @@ class MaskRCNN(CompiledSteps, keras.Model):
         self.detection_candidates = v.positive_int("detection_candidates", detection_candidates)
         self.transform = _check_transform(transform, backbone)
         self.categories = check_categories(categories, self.num_classes)
-        # The parts' own checks would name their parameters (num_convs, batch_norm), not these.
-        v.boolean("fpn_batch_norm", fpn_batch_norm)
-        v.positive_int("rpn_convs", rpn_convs)
-        v.non_negative_int("box_head_convs", box_head_convs)
-        v.positive_int("box_head_fcs", box_head_fcs)
-        v.boolean("head_batch_norm", head_batch_norm)
+        _check_part_options(
+            fpn_batch_norm, rpn_convs, box_head_convs, box_head_fcs, head_batch_norm
+        )
         self.fpn = FeaturePyramid(fpn_channels, batch_norm=fpn_batch_norm, name="fpn")
         self.rpn_head = RPNHead(
             self.anchor_generator.anchors_per_cell, fpn_channels, rpn_convs, name="rpn_head"
@@ -619,6 +614,25 @@ def _check_backbone_outputs(backbone: keras.Model) -> None:
             f"'P5': 32}} (e.g. lambda_keras.zoo.LambdaResNetBackbone); {backbone.name!r} outputs "
             f"{received}, missing {missing}."
         )
+
+
+def _check_rpn_top_k(rpn_top_k) -> tuple[int, int, int, int]:
+    """``rpn_top_k`` as a tuple of 4 positive ints, one per pyramid level."""
+    if not isinstance(rpn_top_k, (list, tuple)) or len(rpn_top_k) != 4:
+        raise ValueError(f"`rpn_top_k` must hold 4 positive ints; received {rpn_top_k!r}.")
+    return tuple(v.positive_int("rpn_top_k", k) for k in rpn_top_k)
+
+
+def _check_part_options(
+    fpn_batch_norm, rpn_convs, box_head_convs, box_head_fcs, head_batch_norm
+) -> None:
+    """The FPN's and the heads' options under MaskRCNN's names (the parts' own checks would
+    name their parameters: num_convs, num_fcs, batch_norm)."""
+    v.boolean("fpn_batch_norm", fpn_batch_norm)
+    v.positive_int("rpn_convs", rpn_convs)
+    v.non_negative_int("box_head_convs", box_head_convs)
+    v.positive_int("box_head_fcs", box_head_fcs)
+    v.boolean("head_batch_norm", head_batch_norm)
 
 
 def _takes_valid_sizes(backbone: keras.Model) -> bool:
