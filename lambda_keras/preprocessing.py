@@ -124,9 +124,16 @@ def normalize(images):
     tensors of that backend, on its device (``tensor - ndarray`` would be computed by NumPy,
     through host memory, which a GPU tensor refuses), in float32 at least: a floating tensor
     comes back in its dtype, an integer one as float32. TensorFlow tensors in ``tf.data`` and
-    serving graphs, Keras' symbolic tensors and NumPy arrays take the constants as they are."""
+    serving graphs, Keras' symbolic tensors and NumPy arrays take the constants as they are;
+    anything else (nested lists) becomes a NumPy array first.
+
+    Raises:
+        TypeError: ``images`` are not numbers (strings, booleans, None).
+        ValueError: their last axis is known and not 3 (RGB), or they have no axis.
+    """
     import keras
 
+    images = _checked_images(images)
     if keras.ops.is_tensor(images):
         dtype = keras.ops.dtype(images)
         compute = keras.backend.result_type(dtype, "float32")
@@ -135,3 +142,34 @@ def normalize(images):
         normalized = (keras.ops.cast(images, compute) - mean) / std
         return keras.ops.cast(normalized, dtype) if "float" in dtype else normalized
     return (images - IMAGENET_MEAN) / IMAGENET_STD
+
+
+def _checked_images(images):
+    """``images`` as they are where they have a shape and a dtype (arrays, tensors, symbolic
+    tensors: nothing is read or converted), else as a NumPy array; ``normalize``'s errors."""
+    if not (hasattr(images, "shape") and hasattr(images, "dtype")):
+        images = np.asarray(images)
+    dtype = _dtype_name(images.dtype)
+    if not dtype.startswith(("float", "int", "uint", "bfloat")):
+        raise TypeError(
+            "`images` must be numbers (pixel values in [0, 255]); received images of dtype "
+            f"{dtype}."
+        )
+    shape = tuple(images.shape)
+    if not shape or shape[-1] not in (3, None):
+        raise ValueError(
+            "`images` must have their 3 channels (RGB) last, [..., 3]; received images of "
+            f"shape {shape}."
+        )
+    return images
+
+
+def _dtype_name(dtype) -> str:
+    """Keras' name of ``dtype`` (``"float32"``), or NumPy's or its ``str`` where Keras has none
+    (``"<U1"`` for strings, ``"object"``)."""
+    import keras
+
+    try:
+        return keras.backend.standardize_dtype(dtype)
+    except (ValueError, TypeError, AttributeError):
+        return str(getattr(dtype, "name", dtype))

@@ -33,6 +33,39 @@ def test_backend_tensors_stay_tensors_in_float32_at_least(dtype, expected_dtype,
     np.testing.assert_allclose(values, EXPECTED, rtol=tolerance, atol=tolerance)
 
 
+def test_nested_lists_are_normalised_as_arrays():
+    out = normalize(PIXELS.tolist())
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, EXPECTED, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "images, error, message",
+    [
+        ("x", TypeError, "`images` must be numbers .*received images of dtype str"),
+        (None, TypeError, "`images` must be numbers .*received images of dtype object"),
+        (np.array([["a", "b", "c"]]), TypeError, "`images` must be numbers .*dtype str"),
+        (np.ones((2, 2, 3), bool), TypeError, "`images` must be numbers .*dtype bool"),
+        (np.zeros((2, 2, 4)), ValueError, r"3 channels \(RGB\) last.*shape \(2, 2, 4\)\."),
+        (np.zeros(()), ValueError, r"3 channels \(RGB\) last.*shape \(\)\."),
+        (np.zeros((3, 2, 2)), ValueError, r"3 channels \(RGB\) last.*shape \(3, 2, 2\)\."),
+    ],
+)
+def test_what_is_not_rgb_numbers_is_refused_by_name(images, error, message):
+    with pytest.raises(error, match=message):
+        normalize(images)
+
+
+def test_a_backend_tensor_without_3_channels_is_refused_before_any_op():
+    with pytest.raises(ValueError, match=r"3 channels.*shape \(1, 2, 2, 4\)"):
+        normalize(keras.ops.zeros((1, 2, 2, 4)))
+
+
+def test_a_symbolic_tensor_of_unknown_sizes_is_normalised_symbolically():
+    out = normalize(keras.KerasTensor((None, None, None, 3), "float32"))
+    assert tuple(out.shape) == (None, None, None, 3)
+
+
 @pytest.mark.parametrize("shape", ["landscape", "upright", "small", "tie"])
 def test_the_evaluation_crop_on_the_backend_is_tensorflow_s(shape):
     """``eval_image_on_backend`` (keras.ops, no TensorFlow) crops what ``eval_image`` crops:

@@ -91,6 +91,16 @@ class AnchorGenerator(ModelPart):
         return cls(**config)
 
 
+def _canvas(canvas) -> tuple[int, int]:
+    """``canvas`` as ``(height, width)``, two positive ints, or a ``TypeError``/``ValueError``
+    naming it (one int, a triple or None would otherwise fail deep in the anchors' ops)."""
+    allowed = "the batch's static (height, width), two positive integers"
+    sides = v.sequence("canvas", canvas, allowed)
+    if len(sides) != 2:
+        raise ValueError(f"`canvas` must be {allowed}; received canvas={canvas!r}.")
+    return tuple(v.positive_int(f"canvas[{i}]", side) for i, side in enumerate(sides))
+
+
 def _level(level, sizes: dict) -> int:
     """A key of ``sizes``: a pyramid level, a positive int (2 for P2; not 2.7, "P2" or True)."""
     try:
@@ -120,6 +130,7 @@ class CentredAnchors(AnchorGenerator):
     """
 
     def __call__(self, canvas, image_sizes=None):
+        canvas = _canvas(canvas)
         anchors = ops.pyramid_anchors(canvas, self.sizes, self.aspect_ratios)
         if image_sizes is None:  # every image fills the canvas
             return anchors, None
@@ -143,6 +154,7 @@ class TorchvisionAnchors(AnchorGenerator):
     """
 
     def __call__(self, canvas, image_sizes=None):
+        canvas = _canvas(canvas)
         if image_sizes is None:  # every image fills the batch: one set of anchors
             whole = K.convert_to_tensor([canvas])
             anchors, _ = ops.torchvision_anchors(canvas, whole, self.sizes, self.aspect_ratios)

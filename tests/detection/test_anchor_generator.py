@@ -98,6 +98,36 @@ def test_generator_arguments(kwargs, error, message):
         CentredAnchors(**kwargs)
 
 
+@pytest.mark.parametrize("generator", [CentredAnchors, TorchvisionAnchors])
+@pytest.mark.parametrize(
+    "canvas, error, message",
+    [
+        (64, TypeError, r"`canvas` must be the batch's static \(height, width\).*=64 \(int\)"),
+        (None, TypeError, "`canvas` must be .*canvas=None"),
+        ("64", TypeError, "`canvas` must be .*canvas='64' \\(str\\)"),
+        ((64,), ValueError, r"`canvas` must be .*canvas=\(64,\)"),
+        ((64, 64, 3), ValueError, r"`canvas` must be .*canvas=\(64, 64, 3\)"),
+        ((64, 64.0), ValueError, r"`canvas\[1\]` must be a positive integer; received .*=64.0"),
+        ((0, 64), ValueError, r"`canvas\[0\]` must be a positive integer; received canvas\[0\]=0"),
+        ((True, 64), ValueError, r"`canvas\[0\]` must be a positive integer.*=True"),
+    ],
+)
+def test_a_canvas_that_is_not_two_positive_ints_is_refused_by_name(
+    generator, canvas, error, message
+):
+    with pytest.raises(error, match=message):
+        generator()(canvas)
+
+
+def test_a_canvas_of_numpy_ints_or_a_list_gives_the_same_anchors():
+    expected, _ = CentredAnchors()((64, 128))
+    for canvas in ([64, 128], (np.int64(64), np.int32(128))):
+        anchors, _ = CentredAnchors()(canvas)
+        np.testing.assert_array_equal(
+            keras.ops.convert_to_numpy(anchors["P2"]), keras.ops.convert_to_numpy(expected["P2"])
+        )
+
+
 def test_levels_of_any_integer_type_are_kept_in_order():
     generator = CentredAnchors(sizes={np.int64(3): 64, 2: np.float32(32.0)}, aspect_ratios=[1])
     assert generator.get_config() == {"sizes": {2: 32.0, 3: 64.0}, "aspect_ratios": (1.0,)}
