@@ -129,7 +129,8 @@ def normalize(images):
 
     Raises:
         TypeError: ``images`` are not numbers (strings, booleans, None).
-        ValueError: their last axis is known and not 3 (RGB), or they have no axis.
+        ValueError: their last axis is known and not 3 (RGB; one grey channel is not taken
+            for three), or they have no axis.
     """
     import keras
 
@@ -155,6 +156,8 @@ def _checked_images(images):
             "`images` must be numbers (pixel values in [0, 255]); received images of dtype "
             f"{dtype}."
         )
+    if getattr(images.shape, "rank", 0) is None:  # a tf.data tensor of unknown rank
+        return images
     shape = tuple(images.shape)
     if not shape or shape[-1] not in (3, None):
         raise ValueError(

@@ -47,6 +47,7 @@ def test_nested_lists_are_normalised_as_arrays():
         (np.array([["a", "b", "c"]]), TypeError, "`images` must be numbers .*dtype str"),
         (np.ones((2, 2, 3), bool), TypeError, "`images` must be numbers .*dtype bool"),
         (np.zeros((2, 2, 4)), ValueError, r"3 channels \(RGB\) last.*shape \(2, 2, 4\)\."),
+        (np.zeros((2, 2, 1)), ValueError, r"3 channels \(RGB\) last.*shape \(2, 2, 1\)\."),
         (np.zeros(()), ValueError, r"3 channels \(RGB\) last.*shape \(\)\."),
         (np.zeros((3, 2, 2)), ValueError, r"3 channels \(RGB\) last.*shape \(3, 2, 2\)\."),
     ],
@@ -59,6 +60,17 @@ def test_what_is_not_rgb_numbers_is_refused_by_name(images, error, message):
 def test_a_backend_tensor_without_3_channels_is_refused_before_any_op():
     with pytest.raises(ValueError, match=r"3 channels.*shape \(1, 2, 2, 4\)"):
         normalize(keras.ops.zeros((1, 2, 2, 4)))
+
+
+def test_a_tf_data_tensor_of_unknown_rank_is_normalised_as_before():
+    """``tf.numpy_function`` in a ``tf.data`` map gives a tensor of unknown rank: nothing to
+    check, the constants broadcast as they did."""
+    tf = pytest.importorskip("tensorflow")
+    data = tf.data.Dataset.from_tensors(PIXELS.astype("float32"))
+    data = data.map(lambda x: tf.numpy_function(lambda a: a, [x], tf.float32))
+    assert data.element_spec.shape.rank is None
+    (out,) = list(data.map(normalize).as_numpy_iterator())
+    np.testing.assert_allclose(out, EXPECTED, rtol=1e-6, atol=1e-6)
 
 
 def test_a_symbolic_tensor_of_unknown_sizes_is_normalised_symbolically():

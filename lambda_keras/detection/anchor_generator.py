@@ -95,6 +95,8 @@ def _canvas(canvas) -> tuple[int, int]:
     """``canvas`` as ``(height, width)``, two positive ints, or a ``TypeError``/``ValueError``
     naming it (one int, a triple or None would otherwise fail deep in the anchors' ops)."""
     allowed = "the batch's static (height, width), two positive integers"
+    if hasattr(canvas, "as_list"):  # a TensorFlow shape: images.shape[1:3]
+        canvas = tuple(canvas.as_list())
     sides = v.sequence("canvas", canvas, allowed)
     if len(sides) != 2:
         raise ValueError(f"`canvas` must be {allowed}; received canvas={canvas!r}.")

@@ -119,9 +119,10 @@ def test_a_canvas_that_is_not_two_positive_ints_is_refused_by_name(
         generator()(canvas)
 
 
-def test_a_canvas_of_numpy_ints_or_a_list_gives_the_same_anchors():
+def test_a_canvas_of_numpy_ints_a_list_or_a_tensorflow_shape_gives_the_same_anchors():
     expected, _ = CentredAnchors()((64, 128))
-    for canvas in ([64, 128], (np.int64(64), np.int32(128))):
+    tf = pytest.importorskip("tensorflow")
+    for canvas in ([64, 128], (np.int64(64), np.int32(128)), tf.TensorShape([64, 128])):
         anchors, _ = CentredAnchors()(canvas)
         np.testing.assert_array_equal(
             keras.ops.convert_to_numpy(anchors["P2"]), keras.ops.convert_to_numpy(expected["P2"])
