@@ -15,6 +15,7 @@ import importlib.metadata
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -23,6 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch", "torchvision", "timm")
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
+# Variables that change what a benchmark measures: the recorded command starts with those set
+# (``XLA_FLAGS=... python benchmarks/...``), as a reader types it to measure the same.
+COMMAND_VARIABLES = ("XLA_FLAGS",)
+COMMAND_VARIABLE_PREFIXES = ("LAMBDA_KERAS_",)
 # Changed tracked files other than the results and their plots: a script that writes its file
 # after each column (or a second script run beside it) does not mark its own figures.
 UNCOMMITTED_CODE = (
@@ -228,7 +233,7 @@ def write(path: str | None, benchmark: str, tables: Sequence[Table], **settings)
         return
     data = {
         "benchmark": benchmark,
-        "command": " ".join(["python", *[_relative(a) for a in sys.argv]]),
+        "command": command_line(),
         "settings": settings,
         **environment(),
         "tables": {table.name: table.to_json() for table in tables},
@@ -236,6 +241,18 @@ def write(path: str | None, benchmark: str, tables: Sequence[Table], **settings)
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(data, indent=1) + "\n")
     print(f"results written to {path}", file=sys.stderr)
+
+
+def command_line() -> str:
+    """This run's command as a reader types it from the checkout's root: the variables of
+    ``COMMAND_VARIABLES`` (and ``LAMBDA_KERAS_*``) that are set, then ``python`` and the
+    arguments, paths in the checkout relative to its root."""
+    variables = [
+        f"{name}={shlex.quote(value)}"
+        for name, value in sorted(os.environ.items())
+        if name in COMMAND_VARIABLES or name.startswith(COMMAND_VARIABLE_PREFIXES)
+    ]
+    return " ".join([*variables, "python", *[_relative(a) for a in sys.argv]])
 
 
 def _relative(argument: str) -> str:

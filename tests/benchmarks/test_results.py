@@ -15,6 +15,14 @@ import results  # noqa: E402
 sys.path.remove(str(BENCHMARKS))
 
 
+@pytest.fixture(autouse=True)
+def plain_environment(monkeypatch):
+    """No variable that a recorded command names (the suite sets LAMBDA_KERAS_TORCH_COMPILE)."""
+    for name in list(results.os.environ):
+        if name in results.COMMAND_VARIABLES or name.startswith("LAMBDA_KERAS_"):
+            monkeypatch.delenv(name)
+
+
 def table():
     t = results.Table("speed", "Speed, ms", ["op", "a", "b"], digits=[0, 1, 2])
     t.add("nms 1000", 1234.56, None)
@@ -60,6 +68,23 @@ def test_the_command_makes_only_real_paths_relative(tmp_path, monkeypatch):
     results.write(str(tmp_path / "x.json"), "bench_train", [table()])
     command = json.loads((tmp_path / "x.json").read_text())["command"]
     assert command == "python benchmarks/bench_train.py --batch=2 timm --output=x.json"
+
+
+def test_the_command_starts_with_the_variables_that_change_the_measurement(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["benchmarks/bench_x.py", "--output=x.json"])
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=")
+    monkeypatch.setenv("LAMBDA_KERAS_TORCH_COMPILE", "0")
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # set by the benchmark for its children
+    results.write(str(tmp_path / "x.json"), "bench_x", [table()])
+    command = json.loads((tmp_path / "x.json").read_text())["command"]
+    assert command == (
+        "LAMBDA_KERAS_TORCH_COMPILE=0 XLA_FLAGS=--xla_cpu_experimental_ynn_fusion_type= "
+        "python benchmarks/bench_x.py --output=x.json"
+    )
+    monkeypatch.setenv("XLA_FLAGS", "--a=1 --b=2")  # quoted as a shell reads it
+    results.write(str(tmp_path / "x.json"), "bench_x", [table()])
+    command = json.loads((tmp_path / "x.json").read_text())["command"]
+    assert command.startswith("LAMBDA_KERAS_TORCH_COMPILE=0 XLA_FLAGS='--a=1 --b=2' python ")
 
 
 def test_an_absolute_output_inside_the_checkout_is_written_relative(tmp_path, monkeypatch):
