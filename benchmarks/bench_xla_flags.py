@@ -3,7 +3,9 @@
 XLA's CPU runtime has opt-in replacements for its convolutions: YNNPACK fusions of single
 convolutions (``--xla_cpu_experimental_ynn_fusion_type=+individual_convolution``) and oneDNN
 custom calls (``--xla_cpu_experimental_onednn_custom_call=true``; ``--xla_cpu_use_onednn=true
---xla_cpu_experimental_onednn_fusion_type=dot,eltwise``). Each ``--flags`` entry runs in its own
+--xla_cpu_experimental_onednn_fusion_type=dot,eltwise``); ``xla_emitter`` turns the YNNPACK
+fusions that XLA's defaults make off (``--xla_cpu_experimental_ynn_fusion_type=``: every
+convolution with XLA's own code). Each ``--flags`` entry runs in its own
 JAX process with that ``XLA_FLAGS`` (``none``: XLA's defaults), plus a TensorFlow process
 (oneDNN, no XLA) as the reference, ``--threads`` threads each. Each process times, at
 ``--size`` pixels and batch ``--batch``, a training step (``train_on_batch``, SGD with momentum)
@@ -39,6 +41,7 @@ from timing import median_seconds
 FLAG_SETS = {
     "none": "",
     "ynn": "--xla_cpu_experimental_ynn_fusion_type=+individual_convolution",
+    "xla_emitter": "--xla_cpu_experimental_ynn_fusion_type=",  # no YNNPACK fusion at all
     "onednn_custom_call": "--xla_cpu_experimental_onednn_custom_call=true",
     "use_onednn": "--xla_cpu_use_onednn=true --xla_cpu_experimental_onednn_fusion_type=dot,eltwise",
 }

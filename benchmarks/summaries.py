@@ -73,6 +73,29 @@ def against(reference: str, quantity: str, others: Sequence[str] | None = None):
     return sentence
 
 
+def against_targets(reference: str, quantity: str, targets: dict[str, float]):
+    """``against``, each column of ``targets`` also said against its target (at most that
+    multiple of ``reference``'s value): met on every row, on some (how many) or on none."""
+
+    def sentence(table: Table) -> str:
+        parts = []
+        for column in [c for c in table.columns if c in targets]:
+            ratios = _ratios(table, column, reference)
+            if not ratios:
+                continue
+            target, met = targets[column], sum(r <= targets[column] for r in ratios)
+            verdict = (
+                "met on every row" if met == len(ratios)
+                else f"met on {met} of {len(ratios)} rows" if met
+                else "not met"
+            )  # fmt: skip
+            parts.append(f"{plain(column)} at most {target:.1f}x: {verdict}")
+        said = against(reference, quantity)(table)
+        return said + (" Targets: " + "; ".join(parts) + "." if parts else "")
+
+    return sentence
+
+
 def pairs(quantity: str, *compared: tuple[str, str]):
     """Column pairs (ours, the reference kernel) as multiples, row by row."""
 
@@ -472,6 +495,9 @@ def stages_against(reference: str, stages: Sequence[str], whole: str, stage_labe
     return sentence
 
 
+# Issue #58's targets for `detect` against torchvision's time per photo, on every CPU kind.
+DETECT_TARGETS = {"tensorflow": 0.8, "jax": 1.0, "torch": 1.0}
+
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
     "layer_scaling/scaling_memory": series("LambdaLayer global", "MultiHeadAttention", "memory"),
@@ -484,7 +510,29 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
         2, "tensorflow_onednn_off", "tensorflow_onednn_on", "time"
     ),
     "train/train": rows_against(0, "tensorflow", ["train img/s", "inference img/s"], ignore=[3]),
-    "detection/inference": against("torchvision", "time per photo"),
+    "detection/inference": against_targets("torchvision", "time per photo", DETECT_TARGETS),
+    "detection_intel_xeon/inference": against_targets(
+        "torchvision", "time per photo", DETECT_TARGETS
+    ),
+    "detection_intel_xeon/detections": same_counts("torchvision", "detections per photo"),
+    "detection_intel_xeon/page_faults": spans("minor page faults of one call per photo"),
+    "detection_intel_xeon_xla_emitter/inference": against_targets(
+        "torchvision", "time per photo", DETECT_TARGETS
+    ),
+    "detection_intel_xeon_jax/inference": against_targets(
+        "torchvision", "time per photo", DETECT_TARGETS
+    ),
+    "detection_intel_xeon_jax/page_faults": spans("minor page faults of one call per photo"),
+    "detection_intel_xeon_xla_emitter/page_faults": spans(
+        "minor page faults of one call per photo"
+    ),
+    "detection_ops_intel_xeon/ops": pairs(
+        "time", ("tensorflow", "tf.image"), ("torch", "torchvision"), ("jax", "torchvision")
+    ),
+    "detection_ops_intel_xeon_xla_emitter/ops": pairs("time", ("jax", "torchvision")),
+    "detection_stages_intel_xeon/stages": stages_against(
+        "torchvision", DETECTION_STAGES, "whole call"
+    ),
     "detection/training": detection_training,
     "detection/detections": same_counts("torchvision", "detections per photo"),
     "detection_host_paste/inference": against("torchvision", "time per photo"),

@@ -45,6 +45,26 @@ def test_columns_against_a_reference_column_row_by_row():
     )
 
 
+def test_columns_against_their_targets_say_on_how_many_rows_each_is_met():
+    speed = make(
+        ["photo", "ref", "a", "b", "c"],
+        [("x", 4.0, 3.0, 4.4, 2.0), ("y", 2.0, 1.0, 2.2, 3.0), ("z", 2.0, 1.8, None, 2.0)],
+    )
+    said = summaries.against_targets("ref", "time", {"a": 0.8, "b": 1.0, "c": 1.0})(speed)
+    assert said == (
+        "Against ref's time (per row): a 0.50-0.90x, b 1.10x, c 0.50-1.50x. Targets: "
+        "a at most 0.8x: met on 2 of 3 rows; b at most 1.0x: not met; "
+        "c at most 1.0x: met on 2 of 3 rows."
+    )
+    speed.rows[2][2] = 1.0  # a: 0.5x on every row now
+    assert summaries.against_targets("ref", "time", {"a": 0.8})(speed).endswith(
+        "Targets: a at most 0.8x: met on every row."
+    )
+    assert summaries.against_targets("ref", "time", {"d": 1.0})(speed) == (
+        summaries.against("ref", "time")(speed)
+    )  # no column with a target: no target sentence
+
+
 def test_rows_against_the_reference_row_with_the_same_other_labels():
     train = make(
         ["backend", "model", "XLA", "img/s"],
