@@ -1,6 +1,6 @@
-"""JAX on CPUs: whether XLA's opt-in CPU convolution options take effect, and what they do.
+"""JAX on CPUs: whether XLA's CPU convolution options take effect, and what they do.
 
-XLA's CPU runtime has opt-in replacements for its convolutions: YNNPACK fusions of single
+XLA's CPU runtime has options for how it compiles convolutions: YNNPACK fusions of single
 convolutions (``--xla_cpu_experimental_ynn_fusion_type=+individual_convolution``) and oneDNN
 custom calls (``--xla_cpu_experimental_onednn_custom_call=true``; ``--xla_cpu_use_onednn=true
 --xla_cpu_experimental_onednn_fusion_type=dot,eltwise``); ``xla_emitter`` turns the YNNPACK

@@ -25,9 +25,14 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("keras", "tensorflow", "tensorflow-cpu", "jax", "torch", "torchvision", "timm")
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile")
 # Variables that change what a benchmark measures: the recorded command starts with those set
-# (``XLA_FLAGS=... python benchmarks/...``), as a reader types it to measure the same.
-COMMAND_VARIABLES = ("XLA_FLAGS",)
-COMMAND_VARIABLE_PREFIXES = ("LAMBDA_KERAS_",)
+# (``XLA_FLAGS=... python benchmarks/...``), as a reader types it to measure the same. The
+# project's switches (``lambda_keras/backend/switches.py``), not its test suite's variables.
+COMMAND_VARIABLES = (
+    "XLA_FLAGS",
+    "LAMBDA_KERAS_TORCH_COMPILE",
+    "LAMBDA_KERAS_TORCH_CHANNELS_LAST",
+    "LAMBDA_KERAS_GLIBC_HEAP",
+)
 # Changed tracked files other than the results and their plots: a script that writes its file
 # after each column (or a second script run beside it) does not mark its own figures.
 UNCOMMITTED_CODE = (
@@ -244,15 +249,15 @@ def write(path: str | None, benchmark: str, tables: Sequence[Table], **settings)
 
 
 def command_line() -> str:
-    """This run's command as a reader types it from the checkout's root: the variables of
-    ``COMMAND_VARIABLES`` (and ``LAMBDA_KERAS_*``) that are set, then ``python`` and the
-    arguments, paths in the checkout relative to its root."""
+    """This run's command as a reader types it in a shell at the checkout's root: the
+    variables of ``COMMAND_VARIABLES`` that are set, then ``python`` and the arguments (paths
+    in the checkout relative to its root), each quoted where a shell needs it."""
     variables = [
-        f"{name}={shlex.quote(value)}"
-        for name, value in sorted(os.environ.items())
-        if name in COMMAND_VARIABLES or name.startswith(COMMAND_VARIABLE_PREFIXES)
+        f"{name}={shlex.quote(os.environ[name])}"
+        for name in sorted(COMMAND_VARIABLES)
+        if name in os.environ
     ]
-    return " ".join([*variables, "python", *[_relative(a) for a in sys.argv]])
+    return " ".join([*variables, "python", *[shlex.quote(_relative(a)) for a in sys.argv]])
 
 
 def _relative(argument: str) -> str:

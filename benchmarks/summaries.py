@@ -73,27 +73,34 @@ def against(reference: str, quantity: str, others: Sequence[str] | None = None):
     return sentence
 
 
-def against_targets(reference: str, quantity: str, targets: dict[str, float]):
-    """``against``, each column of ``targets`` also said against its target (at most that
-    multiple of ``reference``'s value): met on every row, on some (how many) or on none."""
+def against_targets(
+    reference: str, quantity: str, targets: dict[str, float]
+) -> Callable[[Table], str]:
+    """``against``, each value column of ``targets`` also said against its target (at most
+    that multiple of ``reference``'s value, compared as the sentence shows it: to 2 decimals)
+    on the rows where both columns have a value."""
 
     def sentence(table: Table) -> str:
         parts = []
-        for column in [c for c in table.columns if c in targets]:
-            ratios = _ratios(table, column, reference)
-            if not ratios:
+        for k, column in enumerate(table.columns):
+            if table.kind_of(k) != "value" or column not in targets:
                 continue
-            target, met = targets[column], sum(r <= targets[column] for r in ratios)
-            verdict = (
-                "met on every row" if met == len(ratios)
-                else f"met on {met} of {len(ratios)} rows" if met
-                else "not met"
-            )  # fmt: skip
-            parts.append(f"{plain(column)} at most {target:.1f}x: {verdict}")
+            ratios = [round(r, 2) for r in _ratios(table, column, reference)]
+            if ratios:
+                met = sum(r <= targets[column] for r in ratios)
+                parts.append(
+                    f"{plain(column)} at most {targets[column]:.2f}x: {_verdict(met, len(ratios))}"
+                )
         said = against(reference, quantity)(table)
         return said + (" Targets: " + "; ".join(parts) + "." if parts else "")
 
     return sentence
+
+
+def _verdict(met: int, rows: int) -> str:
+    if met == rows:
+        return f"met on all {rows} rows" if rows > 1 else "met"
+    return f"met on {met} of {rows} rows" if met else "not met"
 
 
 def pairs(quantity: str, *compared: tuple[str, str]):
@@ -515,7 +522,6 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
         "torchvision", "time per photo", DETECT_TARGETS
     ),
     "detection_intel_xeon/detections": same_counts("torchvision", "detections per photo"),
-    "detection_intel_xeon/page_faults": spans("minor page faults of one call per photo"),
     "detection_intel_xeon_xla_emitter/inference": against_targets(
         "torchvision", "time per photo", DETECT_TARGETS
     ),
@@ -554,6 +560,8 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
     "detection_equality/equality": equality,
     "xla_flags/steps": against("tensorflow", "time"),
     "xla_flags/compiled": compiled_markers,
+    "xla_flags_intel_xeon/steps": against("tensorflow", "time"),
+    "xla_flags_intel_xeon/compiled": compiled_markers,
     "detection_job/detection_job": detection_job,
     "main_job/main_job": main_job,
     "torch_steps_64/torch_steps": torch_steps(1.0),

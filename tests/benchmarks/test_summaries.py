@@ -53,12 +53,17 @@ def test_columns_against_their_targets_say_on_how_many_rows_each_is_met():
     said = summaries.against_targets("ref", "time", {"a": 0.8, "b": 1.0, "c": 1.0})(speed)
     assert said == (
         "Against ref's time (per row): a 0.50-0.90x, b 1.10x, c 0.50-1.50x. Targets: "
-        "a at most 0.8x: met on 2 of 3 rows; b at most 1.0x: not met; "
-        "c at most 1.0x: met on 2 of 3 rows."
+        "a at most 0.80x: met on 2 of 3 rows; b at most 1.00x: not met; "
+        "c at most 1.00x: met on 2 of 3 rows."
     )
     speed.rows[2][2] = 1.0  # a: 0.5x on every row now
     assert summaries.against_targets("ref", "time", {"a": 0.8})(speed).endswith(
-        "Targets: a at most 0.8x: met on every row."
+        "Targets: a at most 0.80x: met on all 3 rows."
+    )
+    speed.rows[0][2] = 3.22  # 0.805x, shown as 0.81x: not met, as the sentence shows it
+    speed.rows[1][2] = 1.602  # 0.801x, shown as 0.80x: met
+    assert summaries.against_targets("ref", "time", {"a": 0.8})(speed).endswith(
+        "a at most 0.80x: met on 2 of 3 rows."
     )
     assert summaries.against_targets("ref", "time", {"d": 1.0})(speed) == (
         summaries.against("ref", "time")(speed)
