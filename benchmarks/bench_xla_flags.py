@@ -5,9 +5,10 @@ convolutions (``--xla_cpu_experimental_ynn_fusion_type=+individual_convolution``
 custom calls (``--xla_cpu_experimental_onednn_custom_call=true``; ``--xla_cpu_use_onednn=true
 --xla_cpu_experimental_onednn_fusion_type=dot,eltwise``); ``xla_emitter`` turns the YNNPACK
 fusions that XLA's defaults make off (``--xla_cpu_experimental_ynn_fusion_type=``: every
-convolution with XLA's own code). Each ``--flags`` entry runs in its own
-JAX process with that ``XLA_FLAGS`` (``none``: XLA's defaults), plus a TensorFlow process
-(oneDNN, no XLA) as the reference, ``--threads`` threads each. Each process times, at
+convolution, dot and reduction with XLA's own code), ``ynn_no_convolution`` and
+``ynn_no_reduce`` only the single convolutions' or the reductions'. Each ``--flags`` entry runs
+in its own JAX process with that ``XLA_FLAGS`` (``none``: XLA's defaults), plus a TensorFlow
+process (oneDNN, no XLA) as the reference, ``--threads`` threads each. Each process times, at
 ``--size`` pixels and batch ``--batch``, a training step (``train_on_batch``, SGD with momentum)
 and a prediction (``predict_on_batch``) of each model of ``--models``, and one training step of
 the converted ``maskrcnn_resnet50_fpn`` (random weights, batch 1, at each of
@@ -42,6 +43,10 @@ FLAG_SETS = {
     "none": "",
     "ynn": "--xla_cpu_experimental_ynn_fusion_type=+individual_convolution",
     "xla_emitter": "--xla_cpu_experimental_ynn_fusion_type=",  # no YNNPACK fusion at all
+    # XLA's defaults less one kind of YNNPACK fusion (jaxlib 0.10.2's defaults: single dots,
+    # single convolutions, reductions)
+    "ynn_no_convolution": "--xla_cpu_experimental_ynn_fusion_type=-individual_convolution",
+    "ynn_no_reduce": "--xla_cpu_experimental_ynn_fusion_type=-reduce",
     "onednn_custom_call": "--xla_cpu_experimental_onednn_custom_call=true",
     "use_onednn": "--xla_cpu_use_onednn=true --xla_cpu_experimental_onednn_fusion_type=dot,eltwise",
 }
