@@ -504,6 +504,7 @@ def stages_against(reference: str, stages: Sequence[str], whole: str, stage_labe
 
 # Issue #58's targets for `detect` against torchvision's time per photo, on every CPU kind.
 DETECT_TARGETS = {"tensorflow": 0.8, "jax": 1.0, "torch": 1.0}
+detect_times = against_targets("torchvision", "time per photo", DETECT_TARGETS)
 
 SUMMARIES: dict[str, Callable[[Table], str]] = {
     "layer_scaling/scaling_time": series("LambdaLayer global", "MultiHeadAttention", "time"),
@@ -517,17 +518,11 @@ SUMMARIES: dict[str, Callable[[Table], str]] = {
         2, "tensorflow_onednn_off", "tensorflow_onednn_on", "time"
     ),
     "train/train": rows_against(0, "tensorflow", ["train img/s", "inference img/s"], ignore=[3]),
-    "detection/inference": against_targets("torchvision", "time per photo", DETECT_TARGETS),
-    "detection_intel_xeon/inference": against_targets(
-        "torchvision", "time per photo", DETECT_TARGETS
-    ),
+    "detection/inference": detect_times,
+    "detection_intel_xeon/inference": detect_times,
     "detection_intel_xeon/detections": same_counts("torchvision", "detections per photo"),
-    "detection_intel_xeon_xla_emitter/inference": against_targets(
-        "torchvision", "time per photo", DETECT_TARGETS
-    ),
-    "detection_intel_xeon_jax/inference": against_targets(
-        "torchvision", "time per photo", DETECT_TARGETS
-    ),
+    "detection_intel_xeon_xla_emitter/inference": detect_times,
+    "detection_intel_xeon_jax/inference": detect_times,
     "detection_intel_xeon_jax/page_faults": spans("minor page faults of one call per photo"),
     "detection_intel_xeon_xla_emitter/page_faults": spans(
         "minor page faults of one call per photo"
