@@ -91,6 +91,15 @@ def test_the_command_starts_with_the_variables_that_change_the_measurement(tmp_p
     )
 
 
+def test_the_recorded_variables_are_xla_flags_and_the_project_s_switches():
+    """COMMAND_VARIABLES spells the switches' names (results.py imports no Keras); a switch
+    added or renamed in the package fails here until the list follows."""
+    from lambda_keras.backend import glibc_heap, torch_channels_last, torch_compiled_step
+
+    switches = {m.VARIABLE for m in (glibc_heap, torch_channels_last, torch_compiled_step)}
+    assert set(results.COMMAND_VARIABLES) == {"XLA_FLAGS", *switches}
+
+
 def test_an_absolute_output_inside_the_checkout_is_written_relative(tmp_path, monkeypatch):
     """A run from another folder (a worktree's script, its own results path) records the
     command as it reads from the checkout's root; a path outside the checkout stays."""
